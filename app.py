@@ -1,0 +1,22 @@
+"""Entry point: `python app.py` serves the template playground (default 127.0.0.1:7860).
+
+Host and port come from --host/--port, else GRADIO_SERVER_NAME/GRADIO_SERVER_PORT (what Spaces set)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from app.page import build
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Serve the template playground.")
+    parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    args = parser.parse_args()
+    build().launch(server_name=args.host, server_port=args.port)
+
+
+if __name__ == "__main__":
+    main()

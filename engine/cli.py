@@ -1,0 +1,35 @@
+"""`python -m engine …`: the command line, also how other tools and our own checks drive the engine.
+
+Each subcommand lives in `engine/commands/<name>.py` with `register(subparsers)`; exit codes:
+0 success, 1 the input has errors (diagnostics printed), 2 bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# Subcommand modules, in the order `--help` lists them.
+COMMANDS = ["render", "trace"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m engine", description="The template playground's engine.")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f".commands.{name}", __package__).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+class UsageError(Exception):
+    """A problem with how the command was called (a missing file, a bad option): exit code 2."""

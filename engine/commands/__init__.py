@@ -1,0 +1,43 @@
+"""Subcommands of `python -m engine`; shared helpers for reading files and printing results."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..diagnostics import Diagnostic
+
+
+def read_text(path: str) -> str:
+    from ..cli import UsageError
+
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"cannot read {path}: {e.strerror}") from e
+
+
+def read_json(path: str) -> Any:
+    from ..cli import UsageError
+
+    text = read_text(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
+    sys.stdout.write("\n")
+
+
+def print_diagnostics(diagnostics: list[Diagnostic], label: str = "") -> None:
+    for d in diagnostics:
+        print(f"{label}{d}", file=sys.stderr)
+        if d.snippet:
+            print(f"    {d.snippet}", file=sys.stderr)
+            if d.column:
+                print("    " + " " * (d.column - 1) + "^", file=sys.stderr)

@@ -1,0 +1,72 @@
+"""`python -m engine trace --response-template FILE --output FILE [--prefix FILE] [--tools FILE]
+[--chunk-size N | --random-chunks SEED] [--json]`: parse an output and show where every character went."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+
+from ..response_spec import load_response_spec
+from ..terminal import field_colours, legend, paint
+from ..trace import trace_text
+from . import print_diagnostics, print_json, read_json, read_text
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("trace", help="parse model output with a response template, with exact spans")
+    parser.add_argument("--response-template", required=True, metavar="FILE", help="the response template JSON")
+    parser.add_argument("--output", required=True, metavar="FILE", help="the raw model output")
+    parser.add_argument("--prefix", metavar="FILE", help="the prompt the output continues (default: none)")
+    parser.add_argument("--tools", metavar="FILE", help="JSON list of tools, to type tool-call arguments")
+    split = parser.add_mutually_exclusive_group()
+    split.add_argument("--chunk-size", type=int, metavar="N", help="feed the output N characters at a time")
+    split.add_argument("--random-chunks", type=int, metavar="SEED", help="feed it in random-sized chunks")
+    parser.add_argument("--json", action="store_true",
+                        help='print {"message", "events", "prefix_events", "segments", "diagnostics"}')
+    parser.set_defaults(handler=run)
+
+
+def split_text(text: str, chunk_size: int | None = None, seed: int | None = None) -> list[str]:
+    """Cut `text` into fixed-size or seeded random-size (1-16 characters) chunks."""
+    if seed is not None:
+        rng = random.Random(seed)
+        chunks, i = [], 0
+        while i < len(text):
+            n = rng.randint(1, 16)
+            chunks.append(text[i : i + n])
+            i += n
+        return chunks
+    size = chunk_size or len(text) or 1
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+
+    if args.chunk_size is not None and args.chunk_size < 1:
+        raise UsageError("--chunk-size must be at least 1")
+    loaded = load_response_spec(read_text(args.response_template))
+    if not loaded.ok:
+        if args.json:
+            print_json({"message": None, "events": [], "prefix_events": [], "segments": [],
+                        "diagnostics": [d.to_dict() for d in loaded.diagnostics]})
+        print_diagnostics(loaded.diagnostics, f"{args.response_template}: ")
+        return 1
+    output = read_text(args.output)
+    prefix = read_text(args.prefix) if args.prefix else ""
+    tools = read_json(args.tools) if args.tools else None
+    result = trace_text(loaded.template, output, prefix, tools, split_text(output, args.chunk_size, args.random_chunks))
+    diagnostics = loaded.diagnostics + result.diagnostics
+    if args.json:
+        data = result.to_dict()
+        data["diagnostics"] = [d.to_dict() for d in diagnostics]
+        print_json(data)
+    else:
+        colours = field_colours(loaded.template.fields)
+        print(legend(colours))
+        print(paint(output, result.segments, colours))
+        print()
+        print_json(result.message)
+    print_diagnostics(diagnostics)
+    return 1 if any(d.severity == "error" for d in diagnostics) else 0

@@ -1,0 +1,62 @@
+"""Diagnostics: every mistake a user can make becomes one of these, shown next to the editor it belongs to."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning", "info"]
+# Where a diagnostic points: the chat template editor, the response template editor, the case
+# (messages / tools JSON), the model output, or the runner that produced it.
+Source = Literal["chat_template", "response_template", "case", "output", "runner", "hub", "preset"]
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One problem, located as precisely as we can: 1-based line and column in its source text,
+    the offending line as a snippet, and a hint that says how to fix it. `span` is a character
+    range in the model output for problems found while tracing (the region that failed)."""
+
+    severity: Severity
+    message: str
+    source: Source
+    line: int | None = None
+    column: int | None = None
+    snippet: str | None = None
+    hint: str | None = None
+    span: tuple[int, int] | None = None
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        if self.span is not None:
+            data["span"] = list(self.span)
+        return data
+
+    def __str__(self) -> str:
+        where = ""
+        if self.line is not None:
+            where = f"line {self.line}" + (f", column {self.column}" if self.column is not None else "") + ": "
+        text = f"{self.severity}: {where}{self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+def line_col(text: str, offset: int) -> tuple[int, int]:
+    """1-based (line, column) of a character offset in `text`."""
+    offset = max(0, min(offset, len(text)))
+    line = text.count("\n", 0, offset) + 1
+    column = offset - (text.rfind("\n", 0, offset) + 1) + 1
+    return line, column
+
+
+def line_text(text: str, line: int | None) -> str | None:
+    """The 1-based `line` of `text` (the snippet shown under a diagnostic), or None when out of range."""
+    if line is None or line < 1:
+        return None
+    lines = text.splitlines()
+    return lines[line - 1] if line <= len(lines) else None
+
+
+def has_errors(diagnostics: list[Diagnostic]) -> bool:
+    return any(d.severity == "error" for d in diagnostics)

@@ -1,0 +1,245 @@
+"""Render a chat template into the exact prompt text a model reads, the way `apply_chat_template` does.
+
+Rendering is transformers' own (`render_jinja_template`, its sandboxed Jinja environment and its
+message normalisation); this module only selects the template, checks the inputs a user typed, and
+turns every failure into a `Diagnostic` with a line and column in the template.
+"""
+
+from __future__ import annotations
+
+import re
+import traceback
+from dataclasses import dataclass, field
+from typing import Any
+
+import jinja2
+from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
+
+from .diagnostics import Diagnostic, line_text
+
+# Rendered prompts longer than this are refused: a template that loops over its own output can
+# otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
+MAX_PROMPT_CHARS = 4_000_000
+
+# Names the renderer passes itself; a template kwarg with one of these names would be ambiguous.
+RESERVED_KWARGS = frozenset({"messages", "tools", "documents", "add_generation_prompt", "chat_template"})
+
+_GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
+
+
+@dataclass
+class RenderResult:
+    """The prompt text (None when rendering failed), the `{% generation %}` spans in it, the name of
+    the named template used (None for a single template), and what went wrong."""
+
+    prompt: str | None
+    generation_spans: list[tuple[int, int]] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    template_name: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.prompt is not None
+
+    def to_dict(self) -> dict:
+        return {
+            "prompt": self.prompt,
+            "generation_spans": [list(span) for span in self.generation_spans],
+            "template_name": self.template_name,
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+
+def select_template(
+    chat_template: str | dict[str, str], tools: list | None = None, name: str | None = None
+) -> tuple[str, str | None]:
+    """Pick the template text to render, with transformers' rule for named templates
+    (`PreTrainedTokenizerBase.get_chat_template`): an explicit name wins, else `tool_use` when tools
+    are given, else `default`. Raises ValueError with a message for the user."""
+    if isinstance(chat_template, str):
+        return chat_template, None
+    if name is not None:
+        if name not in chat_template:
+            raise ValueError(f"No chat template named {name!r}. Available: {sorted(chat_template)}")
+        return chat_template[name], name
+    if tools is not None and "tool_use" in chat_template:
+        return chat_template["tool_use"], "tool_use"
+    if "default" in chat_template:
+        return chat_template["default"], "default"
+    raise ValueError(
+        f"These named templates have no 'default' and none was chosen. Available: {sorted(chat_template)}"
+    )
+
+
+def render(
+    chat_template: str | dict[str, str],
+    messages: Any,
+    tools: Any = None,
+    documents: Any = None,
+    *,
+    add_generation_prompt: bool = False,
+    continue_final_message: bool | str = False,
+    template_kwargs: dict | None = None,
+    special_tokens: dict | None = None,
+    template_name: str | None = None,
+) -> RenderResult:
+    """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
+    these special tokens. Never raises: every failure is a diagnostic on the result."""
+    problems = _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
+    if problems:
+        return RenderResult(None, diagnostics=problems)
+    try:
+        template, chosen = select_template(chat_template, tools, template_name)
+    except ValueError as e:
+        return RenderResult(None, diagnostics=[Diagnostic("error", str(e), "chat_template")])
+    if add_generation_prompt and continue_final_message:
+        return RenderResult(
+            None,
+            diagnostics=[
+                Diagnostic(
+                    "error",
+                    "add_generation_prompt and continue_final_message cannot both be on.",
+                    "case",
+                    hint="Use continue_final_message to let the model continue the last message, "
+                    "add_generation_prompt to start a new assistant turn.",
+                )
+            ],
+            template_name=chosen,
+        )
+    # kwargs overwrite special tokens when both are given, as in apply_chat_template.
+    kwargs = {**(special_tokens or {}), **(template_kwargs or {})}
+    try:
+        conversation = _normalize_chat_messages(messages)
+        rendered, spans = render_jinja_template(
+            conversations=[conversation],
+            tools=tools,
+            documents=documents,
+            chat_template=template,
+            # Rendering with the tracker on gives the same text, plus the {% generation %} spans.
+            return_assistant_tokens_mask=bool(_GENERATION_TAG.search(template)),
+            continue_final_message=continue_final_message,
+            add_generation_prompt=add_generation_prompt,
+            **kwargs,
+        )
+    except Exception as e:  # noqa: BLE001 - a template is untrusted code: any failure is the user's to see
+        return RenderResult(None, diagnostics=[template_error(e, template)], template_name=chosen)
+    prompt = rendered[0]
+    if len(prompt) > MAX_PROMPT_CHARS:
+        return RenderResult(
+            None,
+            diagnostics=[
+                Diagnostic(
+                    "error",
+                    f"The rendered prompt is {len(prompt):,} characters, over the {MAX_PROMPT_CHARS:,} limit.",
+                    "chat_template",
+                    hint="Check for a loop that repeats its output.",
+                )
+            ],
+            template_name=chosen,
+        )
+    return RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
+
+
+def template_error(error: Exception, template: str) -> Diagnostic:
+    """Turn an exception raised while compiling or rendering `template` into a diagnostic located at
+    the template line that caused it (Jinja's traceback frames carry template line numbers)."""
+    if isinstance(error, jinja2.TemplateSyntaxError):
+        line = error.lineno
+        return Diagnostic(
+            "error",
+            f"Jinja syntax error: {error.message}",
+            "chat_template",
+            line=line,
+            column=_syntax_column(error.message or "", line_text(template, line)),
+            snippet=line_text(template, line),
+            hint=_syntax_hint(error.message or ""),
+        )
+    line = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if frame.filename == "<template>":
+            line = frame.lineno
+    snippet = line_text(template, line)
+    message, hint, needle = _describe_runtime_error(error)
+    column = None
+    if snippet is not None and needle:
+        found = snippet.find(needle)
+        column = found + 1 if found >= 0 else None
+    source = "case" if line is None and isinstance(error, (TypeError, ValueError)) else "chat_template"
+    return Diagnostic("error", message, source, line=line, column=column, snippet=snippet, hint=hint)
+
+
+def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | None]:
+    """A message, a hint and the text to look for on the failing line (to find a column)."""
+    text = str(error)
+    if isinstance(error, jinja2.UndefinedError):
+        name = re.search(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')", text)
+        needle = (name.group(2) or name.group(1)) if name else None
+        return (
+            f"Undefined value: {text}",
+            "The template reads a variable or key that this case does not provide. Pass it as a "
+            "template kwarg, or guard it with `is defined`.",
+            needle,
+        )
+    if isinstance(error, jinja2.exceptions.SecurityError):
+        return f"Blocked by the sandbox: {text}", "Chat templates run sandboxed; this operation is not allowed.", None
+    if type(error) is jinja2.TemplateError:
+        # raise_exception(...) in the template: the author's own message, shown as written.
+        return f"The template raised: {text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
+    return f"{type(error).__name__}: {text}", None, None
+
+
+def _syntax_column(message: str, snippet: str | None) -> int | None:
+    """Jinja reports no column for syntax errors; find the quoted token it complains about."""
+    if not snippet:
+        return None
+    token = re.search(r"'([^']+)'", message)
+    if token:
+        found = snippet.find(token.group(1))
+        if found >= 0:
+            return found + 1
+    return None
+
+
+def _syntax_hint(message: str) -> str | None:
+    if "Encountered unknown tag" in message:
+        return "Check the spelling of the tag, and that every {% if %} / {% for %} is closed in order."
+    if "Unexpected end of template" in message:
+        return "A block is never closed: add the missing {% endif %} / {% endfor %} / {% endgeneration %}."
+    if "unexpected" in message:
+        return "Check the brackets and quotes on this line: {{ ... }} for output, {% ... %} for statements."
+    return None
+
+
+def _check_inputs(
+    messages: Any, tools: Any, documents: Any, template_kwargs: Any, special_tokens: Any
+) -> list[Diagnostic]:
+    """Input shape checks, so a malformed case gets a clear message rather than a template error."""
+    problems: list[Diagnostic] = []
+
+    def bad(message: str, hint: str | None = None) -> None:
+        problems.append(Diagnostic("error", message, "case", hint=hint))
+
+    if not isinstance(messages, list):
+        bad(f"messages must be a list of message objects, got {type(messages).__name__}.")
+    elif not messages:
+        bad("messages is empty.", "Add at least one message, e.g. {\"role\": \"user\", \"content\": \"Hi\"}.")
+    else:
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                bad(f"messages[{i}] must be an object, got {type(message).__name__}.")
+            elif "role" not in message:
+                bad(f"messages[{i}] has no 'role'.", "Every message needs a role: system, user, assistant or tool.")
+            elif not isinstance(message["role"], str):
+                bad(f"messages[{i}].role must be a string.")
+    if tools is not None:
+        if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
+            bad("tools must be a list of JSON schema objects.", 'e.g. [{"type": "function", "function": {...}}]')
+    if documents is not None:
+        if not isinstance(documents, list) or not all(isinstance(d, dict) for d in documents):
+            bad("documents must be a list of objects (usually with 'title' and 'text').")
+    for label, value in (("template kwargs", template_kwargs), ("special tokens", special_tokens)):
+        if value is not None and not isinstance(value, dict):
+            bad(f"{label} must be an object, got {type(value).__name__}.")
+        elif value and (clash := sorted(RESERVED_KWARGS & set(value))):
+            bad(f"{label} cannot set {', '.join(clash)}: the renderer passes these itself.")
+    return problems

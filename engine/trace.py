@@ -1,0 +1,516 @@
+"""Trace: feed model output to transformers' `ResponseParser` and say exactly where every character went.
+
+The parser tells us *what* happened (its events: a region opened, a chunk of text joined it, it closed
+with a value); the trace adds *where*: segments `(start, end, kind, field)` that tile the raw output,
+so the playground can colour each region, frame its delimiters, strike through text the parser
+dropped, and dim text it is still holding back.
+
+How the spans are derived. The parser's events arrive in the order it consumed the text, so we walk
+them with a cursor over the same text the parser holds (the prompt after the start anchor, then the
+output): a `region_chunk` is the next `len(text)` characters; a `region_open` of an explicit field is
+that field's open delimiter, found with the compiled spec's own pattern from the cursor (any text
+before it was dropped, or was silent closes of the implicit region); a `region_close` is the close
+delimiter at the cursor (or none, at the end of the text). Two things leave no event: text dropped
+when no region is open, and a close of the implicit region when it had no text. Both can only sit
+between the cursor and the parser's consumed position, which is the one private value we read
+(`consumed_position`), after each feed. Every step is checked against the text; a mismatch stops the
+trace with an error instead of highlighting the wrong characters.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal, NamedTuple
+
+from transformers.utils.chat_parsing import ResponseParser
+from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
+
+from .diagnostics import Diagnostic
+
+SegmentKind = Literal["body", "open", "close", "discarded", "pending"]
+
+
+class Segment(NamedTuple):
+    """A stretch `[start, end)` of raw text and what the parser made of it. `field` is the region's
+    field (for `pending`, the region the text joins unless it turns out to be a delimiter)."""
+
+    start: int
+    end: int
+    kind: SegmentKind
+    field: str | None
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "kind": self.kind, "field": self.field}
+
+
+class TraceOutOfSync(RuntimeError):
+    """The parser consumed text in a way the trace cannot account for: a bug, or a transformers change."""
+
+
+def consumed_position(parser: ResponseParser) -> int:
+    """How far into its buffer (prompt after the anchor + output) the parser has committed text;
+    everything after it is held back as a possible delimiter. transformers has no public API for
+    this, so it is the one private attribute the trace reads; tests/test_trace.py pins its meaning
+    so an upgrade that changes it fails loudly instead of mis-highlighting."""
+    position = getattr(parser, "_pos", None)
+    if not isinstance(position, int):
+        raise TraceOutOfSync(
+            "transformers' ResponseParser no longer exposes its consumed position (`_pos`); "
+            "engine.trace.consumed_position needs updating for this transformers version."
+        )
+    return position
+
+
+@dataclass
+class TraceStep:
+    """The state after one feed: the parser's events from this feed (unchanged), the pending
+    (held-back) text, the message so far, and the segments, materialised on demand so that a
+    step costs O(1) however long the output grows."""
+
+    events: list[dict]
+    message: dict
+    pending: Segment | None
+    _trace: Trace = field(repr=False)
+    _count: int = field(repr=False)
+    _last: tuple | None = field(repr=False)
+
+    def segments(self) -> list[Segment]:
+        """Segments over the output fed so far (pending text included), in output coordinates."""
+        return self._trace._materialise(self._count, self._last, self.pending)
+
+
+@dataclass
+class TraceResult:
+    """A whole traced output, in the shape the command line prints with --json."""
+
+    message: dict
+    events: list[dict]
+    prefix_events: list[dict]
+    segments: list[Segment]
+    prefix_segments: list[Segment]
+    diagnostics: list[Diagnostic]
+
+    def to_dict(self) -> dict:
+        return {
+            "message": self.message,
+            "events": self.events,
+            "prefix_events": self.prefix_events,
+            "segments": [s.to_dict() for s in self.segments],
+            "prefix_segments": [s.to_dict() for s in self.prefix_segments],
+            "diagnostics": [d.to_dict() for d in self.diagnostics],
+        }
+
+
+class Trace:
+    """Streams model output through transformers' `ResponseParser` and keeps exact spans.
+
+    Usage:
+        trace = Trace(template, prompt=prompt, tools=tools)
+        trace.initial_events, trace.prefix_segments()   # what the prompt already opened
+        for chunk in chunks:
+            step = trace.feed(chunk)                      # events, message so far, segments
+        step = trace.finalize()                           # trace.message is the final message
+    Never raises on bad output: a region that fails to parse becomes an error diagnostic pinned to
+    its span, and the trace ends with the message so far.
+    """
+
+    def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None):
+        self.template: ResponseTemplate = load_response_template(template)
+        self.prompt = prompt
+        self.tools = tools
+        self.diagnostics: list[Diagnostic] = []
+        self.events: list[dict] = []
+        self.finished = False
+        self._fields = self.template.fields
+        self._implicit = self.template.implicit
+        self._implicit_close = self._fields[self._implicit].close_re if self._implicit else None
+        # The parser's buffer is the prompt after its last start anchor, then the output.
+        self._parsed_prompt = self.template.truncate_past_last_anchor(prompt) if prompt else ""
+        self._offset = len(self._parsed_prompt)
+        self.anchor_end = len(prompt) - self._offset  # where parsing starts in the prompt
+        self._text = self._parsed_prompt
+        self._chunks: list[str] = []
+        self._segments: list[tuple] = []  # (start, end, kind, field, region_id) in buffer coordinates
+        self._cursor = 0
+        self._current = self._implicit  # the region text joins now (None: the null sink, text dropped)
+        self._opened = False
+        self._region_id = 0
+        self._region_start = 0
+        self._pending: tuple[int, int] | None = None
+        self._ended = False
+        self.message: dict = copy.deepcopy(self.template.defaults)
+        if prompt and self.template.start_anchor_re.search(prompt) is None:
+            self.diagnostics.append(
+                Diagnostic(
+                    "warning",
+                    "The start anchor does not occur in the prompt, so the parser reads the whole prompt "
+                    "as part of the assistant message.",
+                    "response_template",
+                    hint="Set start_anchor to the text the chat template writes right before the assistant's turn.",
+                )
+            )
+        try:
+            self._parser = ResponseParser(self.template, prefix=prompt, tools=tools)
+        except Exception as e:  # noqa: BLE001 - a prompt region that fails to parse
+            self.initial_events: list[dict] = []
+            self._error(f"The prompt's prefilled region could not be parsed: {e}", None, 0, self._offset)
+            return
+        self.initial_events = self._parser.initial_events
+        self._after(self.initial_events, eos=False, record=False)
+
+    # ----- public API -------------------------------------------------------------------------
+
+    def feed(self, chunk: str) -> TraceStep:
+        """Feed the next piece of model output; returns the parser's events for it and the new state."""
+        if self.finished:
+            raise RuntimeError("Trace already finalized")
+        if not chunk:
+            return self._step([])
+        self._chunks.append(chunk)
+        if self._ended:
+            self._append(chunk)
+            self._add(len(self._text) - len(chunk), len(self._text), "discarded", None)
+            return self._step([])
+        before = len(self._text)
+        self._append(chunk)
+        try:
+            events = self._parser.feed(chunk)
+        except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
+            return self._step(self._recover_feed(e, before, chunk))
+        self._after(events, eos=False)
+        return self._step(events)
+
+    def finalize(self) -> TraceStep:
+        """End of output: close open regions and produce the final message (as `parse_response`)."""
+        if self.finished:
+            raise RuntimeError("Trace already finalized")
+        self.finished = True
+        if self._ended:
+            self._pending = None
+            return self._step([])
+        try:
+            message, events = self._parser.finalize()
+        except Exception as e:  # noqa: BLE001
+            return self._step(self._recover_finalize(e))
+        self._after(events, eos=True)
+        self.message = message
+        return self._step(events)
+
+    def segments(self) -> list[Segment]:
+        """Segments tiling the output fed so far (pending text at the end)."""
+        last = self._segments[-1] if self._segments else None
+        return self._materialise(len(self._segments), last, self._pending_segment())
+
+    def prefix_segments(self) -> list[Segment]:
+        """Segments over the part of the prompt the parser read (after the start anchor), positioned
+        in the prompt: a `<think>` the generation prompt opened, say."""
+        shift = self.anchor_end
+        out = []
+        for start, end, kind, name, _ in self._segments:
+            if start >= self._offset:
+                break
+            out.append(Segment(start + shift, min(end, self._offset) + shift, kind, name))
+        if self._pending and self._pending[0] < self._offset:
+            out.append(Segment(self._pending[0] + shift, self._offset + shift, "pending", self._current))
+        return out
+
+    @property
+    def output(self) -> str:
+        return self._text[self._offset :]
+
+    def result(self) -> TraceResult:
+        return TraceResult(
+            self.message,
+            list(self.events),
+            list(self.initial_events),
+            self.segments(),
+            self.prefix_segments(),
+            list(self.diagnostics),
+        )
+
+    # ----- the walk -----------------------------------------------------------------------------
+
+    def _after(self, events: list[dict], eos: bool, record: bool = True) -> None:
+        """Walk one feed's events, then account for what they do not show."""
+        try:
+            self._walk(events, eos)
+            self._sync(eos)
+        except TraceOutOfSync as e:
+            self._error(f"Highlighting stopped: {e}", self._current, self._cursor, self._cursor)
+        if record:
+            self.events.extend(events)
+
+    def _walk(self, events: list[dict], eos: bool) -> None:
+        text = self._text
+        for i, event in enumerate(events):
+            kind, name = event["type"], event["field"]
+            if kind == "region_chunk":
+                chunk = event["text"]
+                if not text.startswith(chunk, self._cursor):
+                    raise TraceOutOfSync(f"chunk {chunk!r} is not at position {self._cursor}")
+                self._add(self._cursor, self._cursor + len(chunk), "body", name)
+                self._cursor += len(chunk)
+            elif kind == "region_open":
+                spec = self._fields[name]
+                if spec.open_re is None:  # the implicit region opens lazily, on its first character
+                    self._silent_closes(None, eos)
+                    self._region_start = self._cursor
+                else:
+                    match = self._locate_open(spec, eos)
+                    self._add(match.start(), match.end(), "open", name)
+                    self._cursor = match.end()
+                    self._region_start = match.start()
+                self._current, self._opened = name, True
+                self._region_id += 1
+            elif kind == "region_close":
+                following = events[i + 1] if i + 1 < len(events) else None
+                if not (name == self._implicit and self._closed_by_open(following, eos)):
+                    self._close_delimiter(self._fields[name], eos)
+                self._record_value(name, event["value"])
+                self._current, self._opened = self._implicit, False
+
+    def _locate_open(self, spec: Any, eos: bool) -> Any:
+        """The open delimiter the parser just committed, and what came before it: dropped text (no
+        region open) or closes of the (empty) implicit region, which leave no event."""
+        while True:
+            match = spec.open_re.search(self._text, self._cursor, partial=not eos)
+            if match is None or match.partial:
+                raise TraceOutOfSync(f"open delimiter of '{spec.name}' not found after {self._cursor}")
+            if self._current is None:
+                if match.start() > self._cursor:
+                    self._add(self._cursor, match.start(), "discarded", None)
+                return match
+            silent = self._implicit_close_at(eos)
+            # The parser commits the earliest delimiter, the longest on a tie, an open before a close.
+            if silent is not None and (match.start() > self._cursor or silent.end() - silent.start() > match.end() - match.start()):
+                self._add(silent.start(), silent.end(), "close", self._implicit)
+                self._cursor = silent.end()
+                continue
+            if match.start() != self._cursor:
+                raise TraceOutOfSync(f"unclaimed text before the open delimiter of '{spec.name}'")
+            return match
+
+    def _closed_by_open(self, following: dict | None, eos: bool) -> bool:
+        """Whether a close of the implicit region was caused by an explicit open (no delimiter of its
+        own) rather than by its close delimiter."""
+        if following is None or following["type"] != "region_open":
+            return False
+        spec = self._fields[following["field"]]
+        if spec.open_re is None:
+            return False
+        match = spec.open_re.search(self._text, self._cursor, partial=not eos)
+        if match is None or match.partial or match.start() != self._cursor:
+            return False
+        close = self._implicit_close_at(eos)
+        return close is None or close.end() - close.start() <= match.end() - match.start()
+
+    def _close_delimiter(self, spec: Any, eos: bool) -> None:
+        if spec.close_re is None:
+            return
+        match = spec.close_re.match(self._text, self._cursor, partial=not eos)
+        if match is None or match.partial:
+            if eos:
+                return  # closed by the end of the output, without a delimiter
+            raise TraceOutOfSync(f"close delimiter of '{spec.name}' not found at {self._cursor}")
+        if match.end() > match.start():
+            self._add(match.start(), match.end(), "close", spec.name)
+        self._cursor = match.end()
+
+    def _implicit_close_at(self, eos: bool) -> Any:
+        if self._implicit_close is None:
+            return None
+        match = self._implicit_close.match(self._text, self._cursor, partial=not eos)
+        if match is None or match.partial or match.end() == match.start():
+            return None
+        return match
+
+    def _silent_closes(self, until: int | None, eos: bool) -> None:
+        """Closes of the implicit region while it has no text emit no event; tile them from the cursor."""
+        while until is None or self._cursor < until:
+            match = self._implicit_close_at(eos)
+            if match is None or (until is not None and match.end() > until):
+                break
+            self._add(match.start(), match.end(), "close", self._implicit)
+            self._cursor = match.end()
+
+    def _sync(self, eos: bool) -> None:
+        """Account for what the parser consumed without events, and mark the rest pending."""
+        consumed = len(self._text) if eos else consumed_position(self._parser)
+        if self._cursor < consumed:
+            if self._current is None:
+                self._add(self._cursor, consumed, "discarded", None)
+                self._cursor = consumed
+            elif self._current == self._implicit and not self._opened:
+                self._silent_closes(consumed, eos)
+        if self._cursor != consumed:
+            raise TraceOutOfSync(f"the parser consumed up to {consumed}, the trace accounts for {self._cursor}")
+        self._pending = (consumed, len(self._text)) if consumed < len(self._text) else None
+
+    def _add(self, start: int, end: int, kind: str, name: str | None) -> None:
+        """Append a segment, extending the previous one when it is the same region's body (or more
+        dropped text), so segments do not depend on how the output was chunked."""
+        segments = self._segments
+        if segments:
+            last = segments[-1]
+            if last[1] == start and last[2] == kind and kind in ("body", "discarded") and last[4] == self._region_id and last[3] == name:
+                segments[-1] = (last[0], end, kind, name, self._region_id)
+                return
+        segments.append((start, end, kind, name, self._region_id))
+
+    def _record_value(self, name: str, value: Any) -> None:
+        """Fold a closed region's value into the message so far, as the parser does (join, repeats)."""
+        spec = self._fields[name]
+        message = dict(self.message)
+        if spec.join is not None and isinstance(value, str):
+            previous = message.get(name)
+            message[name] = value if previous is None else previous + spec.join + value
+        elif spec.repeats:
+            message[name] = [*message.get(name, []), value]
+        else:
+            message[name] = value
+        self.message = message
+
+    def _append(self, chunk: str) -> None:
+        # Drop our reference first so CPython can grow the string in place (keeps 1-char feeds linear).
+        text, self._text = self._text, ""
+        text += chunk
+        self._text = text
+
+    # ----- failures -----------------------------------------------------------------------------
+
+    def _recover_feed(self, error: Exception, before: int, chunk: str) -> list[dict]:
+        """A region failed to parse while this chunk was fed, and the parser lost that feed's events.
+        Replay on a fresh parser, this chunk one character at a time, to get the events up to the
+        failing character; then pin the error on the region open there."""
+        try:
+            parser = ResponseParser(self.template, prefix=self.prompt, tools=self.tools)
+            for previous in self._chunks[:-1]:
+                parser.feed(previous)
+        except Exception:  # noqa: BLE001 - cannot happen unless parsing is not deterministic
+            self._error(f"Region could not be parsed: {error}", self._current, self._region_start, len(self._text))
+            return []
+        self._parser = parser
+        full, self._text = self._text, self._text[:before]
+        events: list[dict] = []
+        for character in chunk:
+            self._append(character)
+            try:
+                step = parser.feed(character)
+            except Exception as e:  # noqa: BLE001
+                self._text = full
+                self._fail_region(e)
+                return events
+            self._after(step, eos=False)
+            events.extend(step)
+            if self._ended:
+                break
+        # The replay did not fail: the failure depended on chunking, which parsing must not.
+        self._error(f"Region could not be parsed: {error}", self._current, self._region_start, len(self._text))
+        return events
+
+    def _recover_finalize(self, error: Exception) -> list[dict]:
+        """finalize() raised. If making every field optional lets it finish, the only problem was a
+        required field missing: report that with the full events. Otherwise a region failed to parse
+        at the end of the output: pin the error on it."""
+        relaxed = dataclasses.replace(
+            self.template,
+            fields={n: dataclasses.replace(f, optional=True) for n, f in self._fields.items()},
+        )
+        try:
+            parser = ResponseParser(relaxed, prefix=self.prompt, tools=self.tools)
+            for chunk in self._chunks:
+                parser.feed(chunk)
+            message, events = parser.finalize()
+        except Exception:  # noqa: BLE001
+            self._fail_region(error)
+            return []
+        self._after(events, eos=True)
+        self.message = message
+        missing = [n for n, f in self._fields.items() if not f.optional and n not in message]
+        self.diagnostics.append(
+            Diagnostic(
+                "error",
+                f"Required field(s) missing from the output: {', '.join(missing)}.",
+                "output",
+                hint="These fields have \"optional\": false, and no region for them appeared.",
+                span=(len(self.output), len(self.output)),
+            )
+        )
+        return events
+
+    def _fail_region(self, error: Exception) -> None:
+        """Pin a parse failure on the region that was open (body, close delimiter) and end the trace."""
+        end = max(self._cursor, min(consumed_position(self._parser), len(self._text)))
+        name = self._current
+        if name is not None and end > self._cursor:
+            spec = self._fields[name]
+            match = spec.close_re.search(self._text, self._cursor) if spec.close_re is not None else None
+            body_end = match.start() if match is not None and match.end() == end else end
+            if body_end > self._cursor:
+                self._add(self._cursor, body_end, "body", name)
+            if body_end < end:
+                self._add(body_end, end, "close", name)
+            self._cursor = end
+        self._error(f"Region '{name}' could not be parsed: {error}", name, self._region_start, end)
+
+    def _error(self, message: str, name: str | None, start: int, end: int) -> None:
+        """Record an error pinned to `[start, end)` (buffer coordinates) and end the trace: the rest
+        of the text is shown as dropped, the message stays what it was."""
+        self._ended = True
+        out_start, out_end = max(start - self._offset, 0), max(end - self._offset, 0)
+        self.diagnostics.append(
+            Diagnostic(
+                "error",
+                message,
+                "output",
+                hint=f"The region '{name}' is highlighted where it failed." if name else None,
+                span=(out_start, out_end),
+            )
+        )
+        if self._cursor < len(self._text):
+            self._add(self._cursor, len(self._text), "discarded", None)
+            self._cursor = len(self._text)
+        self._pending = None
+
+    # ----- snapshots ----------------------------------------------------------------------------
+
+    def _pending_segment(self) -> Segment | None:
+        if self._pending is None or self._pending[1] <= self._offset:
+            return None
+        start = max(self._pending[0], self._offset) - self._offset
+        return Segment(start, self._pending[1] - self._offset, "pending", self._current)
+
+    def _step(self, events: list[dict]) -> TraceStep:
+        last = self._segments[-1] if self._segments else None
+        return TraceStep(events, self.message, self._pending_segment(), self, len(self._segments), last)
+
+    def _materialise(self, count: int, last: tuple | None, pending: Segment | None) -> list[Segment]:
+        """Output-coordinate segments as they were when the list had `count` entries ending in `last`
+        (earlier entries never change; only the last one grows)."""
+        offset = self._offset
+        out = []
+        for index in range(count):
+            start, end, kind, name, _ = last if index == count - 1 else self._segments[index]
+            if end <= offset:
+                continue
+            out.append(Segment(max(start, offset) - offset, end - offset, kind, name))  # type: ignore[arg-type]
+        if pending is not None:
+            out.append(pending)
+        return out
+
+
+def trace_text(
+    template: dict | ResponseTemplate,
+    output: str,
+    prompt: str = "",
+    tools: list | None = None,
+    chunks: list[str] | None = None,
+) -> TraceResult:
+    """Trace a whole output (fed as `chunks`, or in one piece) and return the final result."""
+    trace = Trace(template, prompt=prompt, tools=tools)
+    for chunk in chunks if chunks is not None else [output]:
+        trace.feed(chunk)
+    trace.finalize()
+    return trace.result()

@@ -7,16 +7,24 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
 
-# Subcommand modules, in the order `--help` lists them.
-COMMANDS = ["render", "trace"]
+from . import commands
+
+# The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
+ORDER = ["render", "trace", "run", "check", "publish"]
+
+
+def command_names() -> list[str]:
+    found = [m.name for m in pkgutil.iter_modules(commands.__path__)]
+    return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m engine", description="The template playground's engine.")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
+    for name in command_names():
         importlib.import_module(f".commands.{name}", __package__).register(subparsers)
     return parser
 

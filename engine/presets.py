@@ -32,6 +32,9 @@ class Preset:
     template_kwargs: dict[str, dict]
     generation: dict[str, Any]
     notes: list[str]
+    # Fields the chat template does not render back when the message is in history, each with why
+    # (e.g. SmolLM3 drops reasoning). Round-trip checks expect exactly these to be lost.
+    round_trip_differences: dict[str, str]
     cases: list[Case]
     recordings: list[Recording]
     path: Path = field(repr=False, default=PRESETS_DIR)
@@ -85,6 +88,7 @@ def load_preset(name: str) -> Preset:
         template_kwargs=meta.get("template_kwargs", {}),
         generation=meta.get("generation", {}),
         notes=meta.get("notes", []),
+        round_trip_differences=meta.get("round_trip_differences", {}),
         cases=cases,
         recordings=recordings,
         path=folder,

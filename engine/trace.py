@@ -140,7 +140,10 @@ class Trace:
         self._region_start = 0
         self._pending: tuple[int, int] | None = None
         self._ended = False
-        self.message: dict = copy.deepcopy(self.template.defaults)
+        # Closed regions' values as the parser accumulates them; `message` is the same with empty values
+        # pruned, as the parser's finalize() does, so the message so far looks like the final one.
+        self._values: dict = copy.deepcopy(self.template.defaults)
+        self.message: dict = dict(self._values)
         if prompt and self.template.start_anchor_re.search(prompt) is None:
             self.diagnostics.append(
                 Diagnostic(
@@ -362,15 +365,16 @@ class Trace:
     def _record_value(self, name: str, value: Any) -> None:
         """Fold a closed region's value into the message so far, as the parser does (join, repeats)."""
         spec = self._fields[name]
-        message = dict(self.message)
+        values = self._values
         if spec.join is not None and isinstance(value, str):
-            previous = message.get(name)
-            message[name] = value if previous is None else previous + spec.join + value
+            previous = values.get(name)
+            values[name] = value if previous is None else previous + spec.join + value
         elif spec.repeats:
-            message[name] = [*message.get(name, []), value]
+            values[name] = [*values.get(name, []), value]
         else:
-            message[name] = value
-        self.message = message
+            values[name] = value
+        defaults = self.template.defaults
+        self.message = {k: v for k, v in values.items() if k in defaults or not _is_empty(v)}
 
     def _append(self, chunk: str) -> None:
         # Drop our reference first so CPython can grow the string in place (keeps 1-char feeds linear).
@@ -499,6 +503,10 @@ class Trace:
         if pending is not None:
             out.append(pending)
         return out
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict, str)) and not value)
 
 
 def trace_text(

@@ -1,0 +1,161 @@
+"""Rendering is transformers' own: same text as apply_chat_template, and every failure a diagnostic."""
+
+from __future__ import annotations
+
+import pytest
+from tokenizers import Tokenizer, models, pre_tokenizers
+from transformers import PreTrainedTokenizerFast
+
+from engine.render import render, select_template
+
+CHATML = (
+    "{%- for message in messages %}"
+    "{{- '<|im_start|>' + message['role'] + '\\n' }}"
+    "{%- if message['role'] == 'assistant' %}{% generation %}{{- message['content'] + '<|im_end|>' }}{% endgeneration %}"
+    "{%- else %}{{- message['content'] + '<|im_end|>' }}{%- endif %}"
+    "{{- '\\n' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- if not enable_thinking | default(true) %}"
+    "{{- '<think>\\n\\n</think>\\n\\n' }}{%- endif %}{%- endif %}"
+)
+
+TOOLS_TEMPLATE = (
+    "{{- bos_token }}{%- if tools %}Tools: {{ tools | map(attribute='function.name') | join(', ') }}\n{%- endif %}"
+    "{%- for m in messages %}[{{ m.role }}] {{ m.content }}{% if m.reasoning_content %} (thought: {{ m.reasoning_content }}){% endif %}\n{%- endfor %}"
+)
+
+MESSAGES = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "Hi"},
+    {"role": "assistant", "content": "Hello!", "reasoning_content": "greet", "tool_calls": None},
+    {"role": "user", "content": "Weather?"},
+]
+TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {}}}}]
+
+
+def tiny_tokenizer(chat_template) -> PreTrainedTokenizerFast:
+    vocab = {"<unk>": 0, "<s>": 1, "</s>": 2, "hi": 3}
+    backend = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    tok.chat_template = chat_template
+    return tok
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"add_generation_prompt": True},
+        {"add_generation_prompt": False},
+        {"add_generation_prompt": True, "enable_thinking": False},
+        {"continue_final_message": True},
+    ],
+)
+def test_same_text_as_apply_chat_template(kwargs: dict) -> None:
+    tokenizer = tiny_tokenizer(CHATML)
+    expected = tokenizer.apply_chat_template(MESSAGES, tokenize=False, **kwargs)
+    extra = {k: v for k, v in kwargs.items() if k not in ("add_generation_prompt", "continue_final_message")}
+    result = render(
+        CHATML,
+        MESSAGES,
+        add_generation_prompt=kwargs.get("add_generation_prompt", False),
+        continue_final_message=kwargs.get("continue_final_message", False),
+        template_kwargs=extra,
+        special_tokens=tokenizer.special_tokens_map,
+    )
+    assert result.diagnostics == []
+    assert result.prompt == expected
+
+
+def test_tools_special_tokens_and_reasoning_alias_match_transformers() -> None:
+    tokenizer = tiny_tokenizer(TOOLS_TEMPLATE)
+    messages = [{"role": "assistant", "content": "x", "thinking": "old name"}]
+    expected = tokenizer.apply_chat_template(messages, tools=TOOLS, tokenize=False)
+    result = render(TOOLS_TEMPLATE, messages, TOOLS, special_tokens=tokenizer.special_tokens_map)
+    assert result.prompt == expected
+    assert result.prompt.startswith("<s>Tools: get_weather[assistant]") and "(thought: old name)" in result.prompt
+
+
+def test_generation_spans() -> None:
+    result = render(CHATML, MESSAGES[:3])
+    [(start, end)] = result.generation_spans
+    assert result.prompt[start:end] == "Hello!<|im_end|>"
+
+
+def test_named_templates_follow_transformers_rule() -> None:
+    named = {"default": "default:{{ messages[0].content }}", "tool_use": "tools:{{ tools | length }}"}
+    messages = [{"role": "user", "content": "hi"}]
+    tokenizer = tiny_tokenizer(named)
+    assert render(named, messages).prompt == tokenizer.apply_chat_template(messages, tokenize=False) == "default:hi"
+    with_tools = render(named, messages, TOOLS)
+    assert (with_tools.prompt, with_tools.template_name) == ("tools:1", "tool_use")
+    assert render(named, messages, template_name="tool_use", tools=[]).prompt == "tools:0"
+    assert select_template("plain", TOOLS) == ("plain", None)
+    missing = render({"tool_use": "x"}, messages)
+    assert missing.prompt is None and "no 'default'" in missing.diagnostics[0].message
+
+
+def test_syntax_error_has_line_and_column() -> None:
+    template = "{%- for m in messages %}\n{{ m.content }\n{%- endfor %}"
+    [d] = render(template, MESSAGES).diagnostics
+    assert (d.severity, d.source, d.line) == ("error", "chat_template", 2)
+    assert d.snippet == "{{ m.content }" and d.column == d.snippet.index("}") + 1
+    assert "syntax" in d.message
+
+
+def test_unclosed_block() -> None:
+    [d] = render("{% if messages %}\nyes\n", MESSAGES).diagnostics
+    assert "endif" in (d.hint or "") and d.line is not None
+
+
+def test_raise_exception_message_and_line() -> None:
+    template = "line one\n{%- if messages[0].role != 'user' %}\n  {{- raise_exception('Conversations must start with a user message') }}\n{%- endif %}"
+    [d] = render(template, MESSAGES).diagnostics
+    assert d.message == "The template raised: Conversations must start with a user message"
+    assert d.line == 3 and d.column == d.snippet.index("raise_exception") + 1
+
+
+def test_undefined_variable_line_and_column() -> None:
+    template = "ok\n{{ messages[0].content }}\n{{ tool_choice.mode }}"
+    [d] = render(template, MESSAGES).diagnostics
+    assert d.line == 3 and d.column == 4 and "tool_choice" in d.message
+    assert "template kwarg" in d.hint
+
+
+def test_type_error_at_runtime_is_located() -> None:
+    template = "a\nb\n{{ messages[0].content + 1 }}"
+    [d] = render(template, MESSAGES).diagnostics
+    assert d.line == 3 and d.message.startswith("TypeError")
+
+
+def test_sandbox_blocks_escape() -> None:
+    [d] = render("{{ messages.__class__.__mro__ }}x{{ ''.__class__.__subclasses__() }}", MESSAGES).diagnostics
+    assert d.severity == "error"
+
+
+@pytest.mark.parametrize(
+    "messages, expected",
+    [
+        ({"role": "user"}, "must be a list"),
+        ([], "empty"),
+        (["hi"], "messages[0] must be an object"),
+        ([{"content": "hi"}], "has no 'role'"),
+    ],
+)
+def test_bad_messages(messages, expected: str) -> None:
+    result = render(CHATML, messages)
+    assert result.prompt is None
+    assert expected in result.diagnostics[0].message and result.diagnostics[0].source == "case"
+
+
+def test_bad_kwargs_and_flags() -> None:
+    assert "cannot set messages" in render(CHATML, MESSAGES, template_kwargs={"messages": 1}).diagnostics[0].message
+    both = render(CHATML, MESSAGES, add_generation_prompt=True, continue_final_message=True)
+    assert both.prompt is None and "cannot both" in both.diagnostics[0].message
+    assert "tools must be a list" in render(CHATML, MESSAGES, tools={"a": 1}).diagnostics[0].message
+
+
+def test_output_size_is_bounded() -> None:
+    template = "{% for i in range(100000) %}{% for j in range(100) %}xxxxxxxxxx{% endfor %}{% endfor %}"
+    result = render(template, MESSAGES)
+    assert result.prompt is None and "limit" in result.diagnostics[0].message

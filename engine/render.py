@@ -82,9 +82,20 @@ def render(
     template_kwargs: dict | None = None,
     special_tokens: dict | None = None,
     template_name: str | None = None,
+    timeout: float | None = None,
 ) -> RenderResult:
     """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
-    these special tokens. Never raises: every failure is a diagnostic on the result."""
+    these special tokens. Never raises: every failure is a diagnostic on the result.
+
+    With `timeout` (seconds), rendering runs in a killable worker process with a memory cap
+    (engine.sandbox): what the app does, since templates are untrusted code."""
+    if timeout is not None:
+        return _render_bounded(
+            timeout,
+            chat_template=chat_template, messages=messages, tools=tools, documents=documents,
+            add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
+            template_kwargs=template_kwargs, special_tokens=special_tokens, template_name=template_name,
+        )  # fmt: skip
     problems = _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
         return RenderResult(None, diagnostics=problems)
@@ -140,6 +151,20 @@ def render(
     return RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
 
 
+def _render_bounded(timeout: float, **kwargs: Any) -> RenderResult:
+    from .sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+
+    try:
+        return shared_pool().call(render, kwargs, timeout)
+    except SandboxTimeout as e:
+        message, hint = f"Rendering stopped: the template {e}.", "Look for nested loops over large ranges."
+    except SandboxCrashed as e:
+        message, hint = f"Rendering stopped: {e}.", "Look for loops that build very large strings or lists."
+    except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
+        message, hint = f"Rendering failed: {type(e).__name__}: {e}", None
+    return RenderResult(None, diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])
+
+
 def template_error(error: Exception, template: str) -> Diagnostic:
     """Turn an exception raised while compiling or rendering `template` into a diagnostic located at
     the template line that caused it (Jinja's traceback frames carry template line numbers)."""
@@ -182,6 +207,12 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
         )
     if isinstance(error, jinja2.exceptions.SecurityError):
         return f"Blocked by the sandbox: {text}", "Chat templates run sandboxed; this operation is not allowed.", None
+    if isinstance(error, MemoryError):
+        return (
+            "Rendering stopped: the template used more memory than allowed.",
+            "Look for loops that build very large strings or lists.",
+            None,
+        )
     if type(error) is jinja2.TemplateError:
         # raise_exception(...) in the template: the author's own message, shown as written.
         return f"The template raised: {text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"

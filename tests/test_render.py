@@ -159,3 +159,16 @@ def test_output_size_is_bounded() -> None:
     template = "{% for i in range(100000) %}{% for j in range(100) %}xxxxxxxxxx{% endfor %}{% endfor %}"
     result = render(template, MESSAGES)
     assert result.prompt is None and "limit" in result.diagnostics[0].message
+
+
+def test_bounded_render_matches_and_stops_runaway_templates() -> None:
+    bounded = render(CHATML, MESSAGES, add_generation_prompt=True, timeout=30)
+    assert bounded == render(CHATML, MESSAGES, add_generation_prompt=True)
+    runaway = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+    [d] = render(runaway, MESSAGES, timeout=1).diagnostics
+    assert "took longer than 1 s" in d.message
+    # The killed worker is replaced: the next render works.
+    assert render(CHATML, MESSAGES, timeout=30).prompt == render(CHATML, MESSAGES).prompt
+    hog = "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"
+    [d] = render(hog, MESSAGES, timeout=30).diagnostics
+    assert "Rendering stopped" in d.message

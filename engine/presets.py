@@ -35,6 +35,9 @@ class Preset:
     # Fields the chat template does not render back when the message is in history, each with why
     # (e.g. SmolLM3 drops reasoning). Round-trip checks expect exactly these to be lost.
     round_trip_differences: dict[str, str]
+    # Fields the chat template drops only from earlier turns (e.g. Qwen3 keeps reasoning only after
+    # the last user query): they survive as the last message, but not deeper in the history.
+    history_differences: dict[str, str]
     cases: list[Case]
     recordings: list[Recording]
     path: Path = field(repr=False, default=PRESETS_DIR)
@@ -89,6 +92,7 @@ def load_preset(name: str) -> Preset:
         generation=meta.get("generation", {}),
         notes=meta.get("notes", []),
         round_trip_differences=meta.get("round_trip_differences", {}),
+        history_differences=meta.get("history_differences", {}),
         cases=cases,
         recordings=recordings,
         path=folder,

@@ -1,0 +1,47 @@
+"""Hub I/O: load a model's templates from a repo or folder, and publish edited ones as a pull request.
+
+The Publish tab is a thin layer over these calls:
+
+    base = load_templates("owner/model", revision)            # what the editors start from
+    plan = plan_publish("owner/model", chat, response, token=t)  # files save_pretrained writes + diff
+    plan.diff(), plan.title, plan.description                   # shown before anything is sent
+    publish(plan, token=t, title=..., description=...)          # -> PR url | Diagnostic
+    plan.zip()                                                  # the same files, to upload by hand
+"""
+
+from .errors import hub_error, redact
+from .files import (
+    BuiltFiles,
+    FileChange,
+    TemplatesFound,
+    build_files,
+    config_bytes,
+    diff_files,
+    read_templates,
+    zip_files,
+)
+from .load import HubTemplates, hub_endpoint, load_folder, load_repo, load_templates, local_token
+from .publish import PublishPlan, default_message, plan_publish, publish
+
+__all__ = [
+    "BuiltFiles",
+    "FileChange",
+    "HubTemplates",
+    "PublishPlan",
+    "TemplatesFound",
+    "build_files",
+    "config_bytes",
+    "default_message",
+    "diff_files",
+    "hub_endpoint",
+    "hub_error",
+    "load_folder",
+    "load_repo",
+    "load_templates",
+    "local_token",
+    "plan_publish",
+    "publish",
+    "read_templates",
+    "redact",
+    "zip_files",
+]

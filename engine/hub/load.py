@@ -1,0 +1,138 @@
+"""Load a model's templates from a Hub repo (at a revision) or a local folder.
+
+Only the small template files are fetched (`files.TEMPLATE_FILES` and
+`additional_chat_templates/*.jinja`), never weights. A repo is read at one commit: its info gives
+the commit hash and file list, then each file is downloaded pinned to that hash, so the files
+agree with each other and a later pull request can be based on exactly what was shown."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from huggingface_hub import HfApi, constants, get_token
+from huggingface_hub.utils import validate_repo_id
+
+from ..diagnostics import Diagnostic
+from .errors import hub_error
+from .files import CHAT_TEMPLATE_DIR, TEMPLATE_FILES, ChatTemplate, TemplateOrigin, is_template_file, read_templates
+
+# Template files are a few kB; a "template file" far beyond this is not one (and not worth a download).
+MAX_FILE_BYTES = 20_000_000
+
+
+@dataclass
+class HubTemplates:
+    """A model's templates as loaded: `source` is the repo id or folder, `commit` the commit they
+    were read at (None for a folder), `files` the raw template files (the base a publish diffs against)."""
+
+    source: str
+    revision: str | None
+    commit: str | None
+    chat_template: ChatTemplate | None = None
+    origin: TemplateOrigin | None = None
+    response_template: str | None = None
+    special_tokens: dict[str, str] = field(default_factory=dict)
+    files: dict[str, bytes] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    is_repo: bool = True
+
+    @property
+    def ok(self) -> bool:
+        """Whether the source was read without errors (it may still hold no chat template)."""
+        return not any(d.severity == "error" for d in self.diagnostics)
+
+
+def hub_endpoint(endpoint: str | None = None) -> str:
+    """The Hub URL to talk to: the argument, else HF_ENDPOINT as set now, else huggingface.co."""
+    return (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
+
+
+def local_token() -> str | None:
+    """The token of a local session: HF_TOKEN, else the one saved by `hf auth login`. Only for the
+    command line and a locally run app; a Space must use the visitor's own sign-in, never this."""
+    return get_token()
+
+
+def load_templates(
+    source: str, revision: str | None = None, *, token: str | None = None, endpoint: str | None = None,
+    allow_folders: bool = True,
+) -> HubTemplates:
+    """Load from a local folder (when `source` is one) or a Hub repo id. Never raises: failures
+    (not found, gated, offline, …) are diagnostics. `token=None` reads anonymously: ambient
+    credentials are never picked up implicitly (pass `local_token()` to use them).
+
+    A server open to visitors (a Space) passes `allow_folders=False`: a visitor's text must not
+    name folders on the server's disk."""
+    if allow_folders and Path(source).is_dir():
+        return load_folder(source)
+    return load_repo(source, revision, token=token, endpoint=endpoint)
+
+
+def load_folder(folder: str | os.PathLike) -> HubTemplates:
+    """Templates from a folder laid out like a model repo (e.g. a `save_pretrained` output)."""
+    root = Path(folder)
+    paths = [name for name in TEMPLATE_FILES if (root / name).is_file()]
+    if (root / CHAT_TEMPLATE_DIR).is_dir():
+        paths += [f"{CHAT_TEMPLATE_DIR}/{p.name}" for p in sorted((root / CHAT_TEMPLATE_DIR).glob("*.jinja"))
+                  if p.is_file()]
+    diagnostics: list[Diagnostic] = []
+    files = {}
+    for path in paths:
+        try:
+            files[path] = (root / path).read_bytes()
+        except OSError as e:
+            diagnostics.append(Diagnostic("error", f"Cannot read {path} in {root}: {e.strerror}.", "hub"))
+    return _templates(str(folder), None, None, files, diagnostics, is_repo=False)
+
+
+def load_repo(
+    repo_id: str, revision: str | None = None, *, token: str | None = None, endpoint: str | None = None
+) -> HubTemplates:
+    """Templates from a Hub model repo at `revision` (default: main)."""
+    endpoint = hub_endpoint(endpoint)
+    try:
+        validate_repo_id(repo_id)
+    except Exception as e:  # noqa: BLE001 - HFValidationError: a typo, not a crash
+        return HubTemplates(repo_id, revision, None, diagnostics=[hub_error(e, repo_id, endpoint=endpoint)])
+    # token=False: without a token of the caller's, read anonymously (never the ambient HF_TOKEN).
+    api = HfApi(endpoint=endpoint, token=token or False, library_name="template-playground")
+    try:
+        info = api.model_info(repo_id, revision=revision, timeout=30)
+        commit = info.sha
+        paths = sorted(s.rfilename for s in info.siblings or [] if is_template_file(s.rfilename))
+        files = {}
+        with tempfile.TemporaryDirectory(prefix="playground-hub-") as cache:
+            # A throwaway cache: on a shared server, one visitor's gated files must not stay on disk.
+            for path in paths:
+                local = api.hf_hub_download(repo_id, path, revision=commit or revision, cache_dir=cache,
+                                            etag_timeout=30)
+                if os.path.getsize(local) > MAX_FILE_BYTES:
+                    raise _TooLarge(path)
+                files[path] = Path(local).read_bytes()
+    except _TooLarge as e:
+        return HubTemplates(repo_id, revision, None, diagnostics=[
+            Diagnostic("error", f"{e.path} in {repo_id} is over {MAX_FILE_BYTES // 1_000_000} MB; not a template file.",
+                       "hub")])
+    except Exception as e:  # noqa: BLE001 - every Hub failure becomes a message
+        diagnostic = hub_error(e, repo_id, endpoint=endpoint, revision=revision, token=token)
+        return HubTemplates(repo_id, revision, None, diagnostics=[diagnostic])
+    return _templates(repo_id, revision, commit, files, [])
+
+
+class _TooLarge(Exception):
+    def __init__(self, path: str):
+        super().__init__(path)
+        self.path = path
+
+
+def _templates(source: str, revision: str | None, commit: str | None, files: dict[str, bytes],
+               diagnostics: list[Diagnostic], *, is_repo: bool = True) -> HubTemplates:
+    found = read_templates(files)
+    return HubTemplates(
+        source=source, revision=revision, commit=commit, chat_template=found.chat_template, origin=found.origin,
+        response_template=found.response_template, special_tokens=found.special_tokens, files=files,
+        diagnostics=diagnostics + found.diagnostics, is_repo=is_repo,
+    )

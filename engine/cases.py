@@ -71,8 +71,10 @@ def render_case(
     case: Case,
     special_tokens: dict | None = None,
     template_kwargs: dict | None = None,
+    timeout: float | None = None,
 ) -> RenderResult:
-    """Render a case. The case's own special tokens and kwargs win over the preset's defaults."""
+    """Render a case. The case's own special tokens and kwargs win over the preset's defaults.
+    `timeout` renders in the killable worker (see `engine.render.render`)."""
     return render(
         chat_template,
         case.messages,
@@ -82,4 +84,5 @@ def render_case(
         continue_final_message=case.continue_final_message,
         template_kwargs={**(template_kwargs or {}), **case.template_kwargs},
         special_tokens={**(special_tokens or {}), **case.special_tokens},
+        timeout=timeout,
     )

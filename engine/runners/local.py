@@ -1,0 +1,378 @@
+"""The local runner: a checkpoint (Hub id or local folder) run with transformers on this machine.
+
+Safety first: weights load only from safetensors (pickled weights can run code), a model's own
+code never runs (`trust_remote_code=False`), and a size cap is checked before anything large is
+downloaded. One model is held at a time, behind a lock, so concurrent users of a Space neither
+load it twice nor fill memory with several.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..diagnostics import Diagnostic
+from .base import Chunk, RunnerError
+
+# Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
+DEFAULT_MAX_SIZE_GB = float(os.environ.get("PLAYGROUND_MAX_MODEL_GB", "8"))
+
+OFFLINE_HINT = "Use a local folder (with config, tokenizer and .safetensors files), or the recorded runner."
+
+
+@dataclass
+class LoadedModel:
+    """The model currently held in memory, with what it was loaded as."""
+
+    name: str
+    source: str  # the folder or Hub id it was loaded from
+    device: str
+    dtype: Any
+    size_gb: float
+    tokenizer: Any
+    model: Any
+
+
+_lock = threading.Lock()
+_current: LoadedModel | None = None
+
+
+def loaded_model() -> LoadedModel | None:
+    """The model held now, if any."""
+    return _current
+
+
+def loaded_tokenizer() -> Any:
+    """The tokenizer of the model held now (the UI counts tokens with it), or None."""
+    return _current.tokenizer if _current is not None else None
+
+
+def unload_model() -> None:
+    """Drop the held model (frees its memory once no generation still uses it)."""
+    global _current
+    with _lock:
+        _current = None
+        gc.collect()
+
+
+def load_model(model: str, device: str = "auto", dtype: str = "auto",
+               max_size_gb: float = DEFAULT_MAX_SIZE_GB) -> LoadedModel:
+    """Load `model` (a local folder or a Hub id), or return it if it is the one held. Loading a
+    different model drops the held one first. Raises RunnerError."""
+    global _current
+    if not isinstance(model, str) or not model.strip():
+        raise RunnerError("No model given.", hint="Give a Hub id (e.g. HuggingFaceTB/SmolLM3-3B) or a local folder.")
+    model = model.strip()
+    device = pick_device(device)
+    with _lock:
+        held = _current
+        same_dtype = held is not None and (dtype == "auto" or str(held.dtype) == f"torch.{dtype}")
+        if held is not None and held.name == model and held.device == device and same_dtype:
+            _check_size(model, held.size_gb, max_size_gb)
+            return held
+        source, size_gb = _locate(model)
+        _check_size(model, size_gb, max_size_gb)
+        _current = None  # one model at a time: let the old one go before the new one arrives
+        gc.collect()
+        tokenizer, loaded, chosen = _load(source, device, dtype)
+        _current = LoadedModel(model, source, device, chosen, size_gb, tokenizer, loaded)
+        return _current
+
+
+def pick_device(device: str = "auto") -> str:
+    """`auto`: cuda, then mps (Apple), then cpu."""
+    import torch
+
+    if device != "auto":
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _check_size(model: str, size_gb: float, max_size_gb: float) -> None:
+    if size_gb > max_size_gb:
+        raise RunnerError(
+            f"{model} has {size_gb:.3g} GB of weights, over the {max_size_gb:g} GB limit.",
+            hint="Pick a smaller checkpoint, raise the size limit, or serve the model elsewhere and use the remote runner.",
+        )
+
+
+def _locate(model: str) -> tuple[str, float]:
+    """Where to load `model` from and its weights' size in GB, found without downloading weights."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        return str(folder), _folder_weights_gb(folder, model)
+    if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
+        raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
+    from huggingface_hub import HfApi, snapshot_download
+    from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError
+
+    try:
+        info = HfApi().model_info(model, files_metadata=True, timeout=15)
+    except HFValidationError as e:
+        raise RunnerError(f"{model!r} is neither a local folder nor a valid Hub id: {e}",
+                          hint="A Hub id looks like owner/name.") from None
+    except GatedRepoError:
+        raise RunnerError(f"{model} is gated: accept its terms on the Hub and log in first.",
+                          hint="Or use a local folder.") from None
+    except RepositoryNotFoundError:
+        raise RunnerError(f"There is no model {model} on the Hub (or it is private).",
+                          hint="Check the id, log in for private models, or use a local folder.") from None
+    except Exception as e:  # noqa: BLE001 - offline, DNS, timeouts: look in the local cache
+        if not _is_unreachable(e):
+            raise RunnerError(f"Could not look up {model} on the Hub: {type(e).__name__}: {e}", hint=OFFLINE_HINT) from None
+        try:
+            cached = Path(snapshot_download(model, local_files_only=True))
+        except Exception:  # noqa: BLE001 - not in the cache either
+            raise RunnerError(f"Cannot reach the Hugging Face Hub to fetch {model}, and it is not in the local cache.",
+                              hint=OFFLINE_HINT) from None
+        return str(cached), _folder_weights_gb(cached, model)
+    sizes = {s.rfilename: s.size or 0 for s in info.siblings or []}
+    weights = [size for name, size in sizes.items() if name.endswith(".safetensors")]
+    if not weights:
+        raise RunnerError(f"{model} has no .safetensors weights; the playground does not load pickled weights.",
+                          hint="Pick a checkpoint that ships safetensors, or convert it and load the folder.")
+    return model, sum(weights) / 1e9
+
+
+def _folder_weights_gb(folder: Path, model: str) -> float:
+    files = list(folder.glob("*.safetensors"))
+    if not files:
+        pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt*")]
+        raise RunnerError(
+            f"{model} has no .safetensors weights" + (f" (only {', '.join(pickled[:3])})" if pickled else "") + ".",
+            hint="The playground only loads safetensors: pickled weights can run code when loaded.",
+        )
+    return sum(p.stat().st_size for p in files) / 1e9
+
+
+def _is_unreachable(error: BaseException) -> bool:
+    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
+
+    if isinstance(error, (OfflineModeIsEnabled, LocalEntryNotFoundError, ConnectionError, TimeoutError)):
+        return True
+    return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
+
+
+def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        if dtype == "auto":
+            declared = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
+            # float16 is slow (and partly unsupported) on CPU: use float32 there. bfloat16 is fine.
+            half = declared.removeprefix("torch.") == "float16"
+            chosen: Any = torch.float32 if device == "cpu" and half else "auto"
+        else:
+            chosen = getattr(torch, dtype, None)
+            if not isinstance(chosen, torch.dtype):
+                raise RunnerError(f"Unknown dtype {dtype!r}.", hint="Use auto, float32, bfloat16 or float16.")
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        model = AutoModelForCausalLM.from_pretrained(source, use_safetensors=True, trust_remote_code=False, dtype=chosen)
+        model.to(device)
+        model.eval()
+    except RunnerError:
+        raise
+    except Exception as e:  # noqa: BLE001 - every loading failure becomes a diagnostic
+        message = str(e).split("\n")[0][:300]
+        hint = OFFLINE_HINT if _is_unreachable(e) else None
+        if "trust_remote_code" in str(e):
+            hint = ("This model needs its own code to run, and the playground never runs a model's code. "
+                    "Pick a model transformers supports.")
+        raise RunnerError(f"Could not load {source}: {type(e).__name__}: {message}", hint=hint) from None
+    return tokenizer, model, model.dtype
+
+
+class LocalRunner:
+    """Generates with a local model, streaming each token as it is produced (special tokens kept:
+    they are usually the delimiters the response template looks for)."""
+
+    def __init__(
+        self,
+        model: str,
+        max_new_tokens: int = 512,
+        temperature: float = 0.7,
+        top_p: float = 1.0,
+        seed: int | None = None,
+        stop_tokens: list[str] | None = None,
+        device: str = "auto",
+        dtype: str = "auto",
+        max_size_gb: float = DEFAULT_MAX_SIZE_GB,
+        generate_kwargs: dict | None = None,
+    ):
+        if max_new_tokens < 1:
+            raise RunnerError("max_new_tokens must be at least 1.")
+        if temperature < 0 or not 0 < top_p <= 1:
+            raise RunnerError("temperature must be at least 0 and top_p between 0 (excluded) and 1.")
+        self.model = model
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.top_p = top_p
+        self.seed = seed
+        self.stop_tokens = list(stop_tokens or [])
+        self.device = device
+        self.dtype = dtype
+        self.max_size_gb = max_size_gb
+        # Extra `generate()` arguments (e.g. a `prefix_allowed_tokens_fn` that scripts the output).
+        self.generate_kwargs = dict(generate_kwargs or {})
+        self.diagnostics: list[Diagnostic] = []
+        self.thread: threading.Thread | None = None  # the generation thread of the last run
+
+    def load(self) -> LoadedModel:
+        return load_model(self.model, self.device, self.dtype, self.max_size_gb)
+
+    def stream(
+        self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None
+    ) -> Iterator[Chunk]:
+        """Tokens as they are generated. Setting `stop` (or closing this iterator) ends `generate()`
+        at its next step; the generation thread is joined before the iterator finishes."""
+        import torch
+
+        self.diagnostics = []
+        loaded = self.load()
+        tokenizer, model = loaded.tokenizer, loaded.model
+        start = time.monotonic()
+        # The chat template already wrote every special token the model needs (a BOS, say).
+        inputs = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").to(model.device)
+        halt = threading.Event()  # set when the caller stops, or stops reading
+        tokens: queue.Queue = queue.Queue()
+        extra = dict(self.generate_kwargs)
+        kwargs: dict[str, Any] = {
+            "input_ids": inputs["input_ids"],
+            "attention_mask": inputs["attention_mask"],
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.temperature > 0,
+            **self._eos(tokenizer, model),
+            **({"temperature": self.temperature, "top_p": self.top_p} if self.temperature > 0 else {}),
+            **extra,
+            # Ours always: Stop must work and tokens must reach the stream whatever the extras say.
+            "stopping_criteria": _stopping_criteria(halt, stop, extra.get("stopping_criteria")),
+            "streamer": _TokenQueue(tokens),
+        }
+        if self.seed is not None:
+            torch.manual_seed(self.seed)
+
+        def generate() -> None:
+            try:
+                with torch.inference_mode():
+                    model.generate(**kwargs)
+            except BaseException as e:  # noqa: BLE001 - handed to the consumer as a diagnostic
+                tokens.put(e)
+            finally:
+                tokens.put(_END)
+
+        self.thread = threading.Thread(target=generate, name="playground-generate", daemon=True)
+        self.thread.start()
+        decode = _decoder(tokenizer)
+        count = 0
+        try:
+            while True:
+                if stop is not None and stop.is_set():
+                    return
+                try:
+                    item = tokens.get(timeout=0.05)
+                except queue.Empty:
+                    continue
+                if item is _END:
+                    return
+                if isinstance(item, BaseException):
+                    detail = str(item).splitlines()[0][:300] if str(item) else ""
+                    raise RunnerError(f"Generation failed: {type(item).__name__}: {detail}",
+                                      hint="Try fewer new tokens, a shorter prompt or a smaller model.")
+                for token_id in item:
+                    count += 1
+                    text = decode(token_id)
+                    if text:
+                        yield Chunk(text, count, time.monotonic() - start)
+        finally:
+            halt.set()
+            self.thread.join(timeout=30)
+
+    def _eos(self, tokenizer: Any, model: Any) -> dict[str, Any]:
+        """The stop tokens as eos ids (with the model's own eos), multi-token ones as stop strings."""
+        configured = model.generation_config.eos_token_id
+        ids = list(configured) if isinstance(configured, list) else ([configured] if configured is not None else [])
+        strings = []
+        for token in self.stop_tokens:
+            encoded = tokenizer.encode(token, add_special_tokens=False)
+            if len(encoded) == 1:
+                ids.append(encoded[0])
+            elif encoded:
+                strings.append(token)
+        out: dict[str, Any] = {}
+        if ids:
+            out["eos_token_id"] = list(dict.fromkeys(ids))
+        # A pad id keeps generate() from warning; any of these will do for a single sequence.
+        candidates = [model.generation_config.pad_token_id, tokenizer.pad_token_id, *ids]
+        out["pad_token_id"] = next((c for c in candidates if c is not None), None)
+        if strings:
+            out.update(stop_strings=strings, tokenizer=tokenizer)
+        return out
+
+
+_END = object()
+
+
+class _TokenQueue:
+    """A `generate()` streamer that hands each new token id to the consumer thread."""
+
+    def __init__(self, out: queue.Queue):
+        self.out = out
+        self.prompt_seen = False
+
+    def put(self, value: Any) -> None:
+        if not self.prompt_seen:  # the first call carries the prompt
+            self.prompt_seen = True
+            return
+        self.out.put([int(v) for v in value.reshape(-1).tolist()])
+
+    def end(self) -> None:
+        pass
+
+
+def _stopping_criteria(halt: threading.Event, stop: threading.Event | None, others: Any = None) -> Any:
+    """A `StoppingCriteria` that ends `generate()` at its next step once the caller's stop (or our own
+    halt) is set, with any criteria the caller passed."""
+    import torch
+    from transformers import StoppingCriteria, StoppingCriteriaList
+
+    class StopWhenSet(StoppingCriteria):
+        def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+            done = halt.is_set() or (stop is not None and stop.is_set())
+            return torch.full((input_ids.shape[0],), done, dtype=torch.bool, device=input_ids.device)
+
+    return StoppingCriteriaList([StopWhenSet(), *(others or [])])
+
+
+def _decoder(tokenizer: Any):
+    """token id -> new text (or "" while a character is still incomplete), special tokens kept."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None:
+        from tokenizers.decoders import DecodeStream
+
+        stream = DecodeStream([], skip_special_tokens=False)
+        return lambda token_id: stream.step(backend, token_id) or ""
+    ids: list[int] = []
+    shown = [0]
+
+    def step(token_id: int) -> str:  # slow tokenizers: decode everything, emit the new complete text
+        ids.append(token_id)
+        text = tokenizer.decode(ids, skip_special_tokens=False)
+        if text.endswith("\ufffd"):
+            return ""
+        new, shown[0] = text[shown[0] :], len(text)
+        return new
+
+    return step

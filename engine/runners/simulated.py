@@ -1,0 +1,316 @@
+"""The simulated runner: what the chat template itself would produce, with no model.
+
+It builds a plausible assistant message for the case (reasoning when the response template has a
+reasoning field, a call to an offered tool with arguments typed from its JSON schema, an answer),
+renders the conversation with that message appended as history, and streams the text that follows
+the prompt: the assistant turn exactly as the template writes it. Parsing that back should give the
+message it was built from; where it does not, the pair of templates disagree (or the format drops
+something from history on purpose, which the preset documents).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import regex
+
+from ..cases import Case, render_case
+from ..diagnostics import Diagnostic
+from ..render import RenderResult
+from ..response_spec import compile_spec, load_response_spec
+from .base import Chunk, RunnerError, paced
+from .recorded import split_tokens
+
+# What the UI says next to a simulated run.
+EXPLANATION = (
+    "Simulated: no model ran. The playground built a plausible reply for this case, rendered it into "
+    "history with your chat template and shows the text after the prompt: this is what the template "
+    "itself would produce, so parsing it back tests that the two templates agree."
+)
+
+# Field names a response template uses for reasoning, the standard one first.
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+def simulate_message(case: Case, response_spec: dict, *, prompt: str | None = None) -> dict:
+    """A plausible assistant message for `case`, using only the fields the response template has:
+    reasoning (unless thinking is off: the prompt already closed the reasoning region, or the case
+    sets `enable_thinking` false), then either one call to the first offered tool (when the case
+    has tools and the conversation does not end with a tool result) or an answer. With
+    `continue_final_message`, the case's last assistant message, continued."""
+    fields = response_spec.get("fields", {}) if isinstance(response_spec, dict) else {}
+    defaults = response_spec.get("defaults", {}) if isinstance(response_spec, dict) else {}
+    if case.continue_final_message and case.messages and case.messages[-1].get("role") == "assistant":
+        message = copy.deepcopy(case.messages[-1])
+        if isinstance(message.get("content"), str):
+            message["content"] += " and that is how the reply continues."
+        return message
+
+    message: dict[str, Any] = {"role": "assistant", **copy.deepcopy(defaults)}
+    topic = _topic(case.messages)
+    tool = _first_tool(case.tools)
+    after_result = bool(case.messages) and case.messages[-1].get("role") == "tool"
+    call = tool is not None and "tool_calls" in fields and not after_result
+
+    reasoning = next((name for name in REASONING_FIELDS if name in fields), None)
+    if reasoning is not None and _thinking_on(case, response_spec, prompt):
+        plan = f"I should call {tool['name']} to find out." if call else "I can answer directly."
+        message[reasoning] = f"The user asks about {topic}. {plan}"
+    if call:
+        arguments = {name: example_value(schema, name) for name, schema in _arguments(tool).items()}
+        message["tool_calls"] = [{"type": "function", "function": {"name": tool["name"], "arguments": arguments}}]
+    elif "content" in fields:
+        source = f"According to {_last_tool_name(case.messages)}, here" if after_result else "Here"
+        message["content"] = f"{source} is a simulated answer about {topic}."
+    return message
+
+
+def example_value(schema: Any, name: str = "") -> Any:
+    """A value of the type `schema` asks for: its default or first enum value when it has one."""
+    if not isinstance(schema, dict):
+        return "example"
+    if "default" in schema:
+        return copy.deepcopy(schema["default"])
+    if schema.get("enum"):
+        return copy.deepcopy(schema["enum"][0])
+    if "const" in schema:
+        return copy.deepcopy(schema["const"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "null")
+    if kind is None:
+        for union in ("anyOf", "oneOf"):
+            choices = [c for c in schema.get(union) or [] if isinstance(c, dict) and c.get("type") != "null"]
+            if choices:
+                return example_value(choices[0], name)
+    if kind == "integer":
+        return 3
+    if kind == "number":
+        return 2.5
+    if kind == "boolean":
+        return True
+    if kind == "null":
+        return None
+    if kind == "array":
+        return [example_value(schema.get("items", {"type": "string"}), name)]
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {key: example_value(value, key) for key, value in properties.items()}
+    return _EXAMPLE_STRINGS.get(name.lower(), f"example {name}".strip())
+
+
+_EXAMPLE_STRINGS = {"city": "Paris", "location": "Paris, France", "query": "weather in Paris", "country": "France",
+                    "date": "2026-01-15", "language": "French", "timezone": "Europe/Paris", "url": "https://example.com"}
+
+
+def _arguments(tool: dict) -> dict[str, Any]:
+    """The parameters a call fills: the required ones, or all of them when none is required."""
+    parameters = tool.get("parameters") if isinstance(tool.get("parameters"), dict) else {}
+    properties = parameters.get("properties") if isinstance(parameters.get("properties"), dict) else {}
+    required = [name for name in parameters.get("required") or [] if name in properties]
+    return {name: properties[name] for name in (required or properties)}
+
+
+def _first_tool(tools: list | None) -> dict | None:
+    for tool in tools or []:
+        function = tool.get("function", tool) if isinstance(tool, dict) else None
+        if isinstance(function, dict) and isinstance(function.get("name"), str):
+            return function
+    return None
+
+
+def _last_tool_name(messages: list[dict]) -> str:
+    for message in reversed(messages):
+        for call in message.get("tool_calls") or []:
+            name = (call.get("function") or call).get("name") if isinstance(call, dict) else None
+            if isinstance(name, str):
+                return name
+    return "the tool"
+
+
+def _topic(messages: list[dict]) -> str:
+    """A few words of the last user message (letters and digits only, so the simulated text never
+    contains a delimiter the user typed)."""
+    for message in reversed(messages):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+        words = regex.findall(r"[\p{L}\p{N}]+", content if isinstance(content, str) else "")
+        if words:
+            return " ".join(words[:8])
+    return "this"
+
+
+def _thinking_on(case: Case, response_spec: dict, prompt: str | None) -> bool:
+    """Thinking is off when the case turns it off, or when the prompt already closed the reasoning
+    region (templates prefill an empty `<think></think>` to disable it)."""
+    if case.template_kwargs.get("enable_thinking") is False:
+        return False
+    if prompt:
+        from transformers.utils.chat_parsing import ResponseParser
+
+        try:
+            events = ResponseParser(response_spec, prefix=prompt).initial_events
+        except Exception:  # noqa: BLE001 - a broken prefill is the trace's to report, not ours
+            return True
+        if any(e["type"] == "region_close" and e["field"] in REASONING_FIELDS for e in events):
+            return False
+    return True
+
+
+def _longest_tail(prompt: str, history: str, shared: int) -> int:
+    """The length of the longest tail of `prompt` found in `history` ending at or after `shared`.
+    (A shorter tail is found wherever a longer one is, so a binary search finds the longest.)"""
+    low, high = 0, len(prompt)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if history.find(prompt[-middle:], max(0, shared - middle)) >= 0:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class SimulatedRunner:
+    """Streams what `chat_template` writes for a simulated assistant reply to `case`."""
+
+    explanation = EXPLANATION
+
+    def __init__(
+        self,
+        chat_template: str | dict[str, str],
+        case: Case,
+        response_template: str | dict = "",
+        special_tokens: dict | None = None,
+        template_kwargs: dict | None = None,
+        stop_tokens: list[str] | None = None,
+        tokens_per_second: float = 0,
+        tokenizer: Any = None,
+        timeout: float | None = None,
+    ):
+        self.chat_template = chat_template
+        self.case = case
+        self.response_template = response_template
+        self.special_tokens = special_tokens or {}
+        self.template_kwargs = template_kwargs or {}
+        eos = {**self.special_tokens, **case.special_tokens}.get("eos_token")
+        self.stop_tokens = list(stop_tokens) if stop_tokens else ([eos] if isinstance(eos, str) and eos else [])
+        self.tokens_per_second = tokens_per_second
+        self.tokenizer = tokenizer
+        self.timeout = timeout  # seconds: render in engine.render's killable worker (templates are untrusted)
+        self.diagnostics: list[Diagnostic] = []
+        self.message: dict | None = None  # the message simulated by the last run
+        self.output: str | None = None  # the text it rendered to after the prompt
+
+    def simulate(self, prompt: str) -> str:
+        """Build the message, render it into history, return the text after `prompt`. Raises RunnerError."""
+        self.diagnostics = []
+        if not self.case.add_generation_prompt and not self.case.continue_final_message:
+            raise RunnerError(
+                "This case has no generation prompt, so there is no reply to simulate: the prompt ends with a "
+                "complete turn, and a model would start a new one of its own.",
+                hint="Turn add_generation_prompt (or continue_final_message) on to simulate the assistant's reply.",
+            )
+        spec = self._spec()
+        message = simulate_message(self.case, spec, prompt=prompt)
+        history = self._render_history(message)
+        output = self._reply(prompt, history)
+        for stop in self.stop_tokens:
+            # A model stops at its end-of-turn token: what the template writes after it is not output.
+            if (at := output.find(stop)) >= 0:
+                output = output[: at + len(stop)]
+        if not output:
+            self.diagnostics.append(Diagnostic("warning", "The chat template renders nothing for the simulated reply.",
+                                               "runner", hint="Check how the template renders assistant messages."))
+        self.message, self.output = message, output
+        return output
+
+    def stream(
+        self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None
+    ) -> Iterator[Chunk]:
+        """The simulated output for `prompt` (the case's rendered prompt), paced like a recording."""
+        output = self.simulate(prompt)
+        yield from paced(split_tokens(output, self.tokenizer), self.tokens_per_second, stop)
+
+    def _reply(self, prompt: str, history: str) -> str:
+        """The reply's text in `history`: what follows the prompt. Some templates render earlier turns
+        differently once a reply follows (gpt-oss drops the reasoning of turns before a final answer),
+        so when the prompt is not a prefix of the history, the reply is found after the longest tail
+        of the prompt (generation prompt included) that the history still contains."""
+        if history.startswith(prompt):
+            return history[len(prompt) :]
+        shared = len(os.path.commonprefix([prompt, history]))
+        header = self._generation_prompt(prompt)
+        if header:
+            length = _longest_tail(prompt, history, shared)
+            if length > len(header):
+                at = history.find(prompt[-length:], max(0, shared - length)) + length
+                self.diagnostics.append(Diagnostic(
+                    "info",
+                    f"With the reply in history, the template renders earlier turns differently (from character "
+                    f"{shared} of the prompt: {prompt[shared:shared + 30]!r} becomes {history[shared:shared + 30]!r}). "
+                    "The simulated output is the reply's own text, found after the end of the prompt.",
+                    "runner",
+                    hint="Expected for formats that drop earlier reasoning from history; otherwise check the template.",
+                ))  # fmt: skip
+                return history[at:]
+        self.diagnostics.append(Diagnostic(
+            "warning",
+            f"The assistant turn rendered into history does not continue the prompt: from character "
+            f"{shared} the prompt has {prompt[shared:shared + 30]!r} but the history has "
+            f"{history[shared:shared + 30]!r}. The simulation shows the history's text after the shared part.",
+            "runner",
+            hint="The generation prompt and the way the template renders an assistant message in history "
+            "should agree (e.g. a prefilled <think> the history rendering leaves out).",
+        ))  # fmt: skip
+        return history[shared:]
+
+    def _generation_prompt(self, prompt: str) -> str | None:
+        """The text `add_generation_prompt` adds at the end of the prompt (None when it cannot tell)."""
+        if not self.case.add_generation_prompt:
+            return None
+        result = self._render(dataclasses.replace(self.case, add_generation_prompt=False))
+        if not result.ok or not prompt.startswith(result.prompt):  # type: ignore[arg-type]
+            return None
+        return prompt[len(result.prompt) :]  # type: ignore[arg-type]
+
+    def _render(self, case: Case) -> RenderResult:
+        return render_case(self.chat_template, case, self.special_tokens, self.template_kwargs, timeout=self.timeout)
+
+    def _spec(self) -> dict:
+        template = self.response_template
+        loaded = load_response_spec(template) if isinstance(template, str) else compile_spec(template)
+        if not loaded.ok:
+            first = loaded.diagnostics[0] if loaded.diagnostics else None
+            raise RunnerError(
+                "The response template has errors, so there is no message shape to simulate"
+                + (f": {first.message}" if first else "."),
+                hint="Fix the response template first (its editor shows where).",
+            )
+        return loaded.spec  # type: ignore[return-value]
+
+    def _render_history(self, message: dict) -> str:
+        case = self.case
+        earlier = case.messages[:-1] if case.continue_final_message else case.messages
+        attempts = [message]
+        if "content" not in message:  # some templates read message.content unguarded
+            attempts.append({**message, "content": ""})
+        for attempt in attempts:
+            result = self._render(dataclasses.replace(case, messages=[*earlier, attempt], add_generation_prompt=False,
+                                                      continue_final_message=False))
+            if result.ok:
+                return result.prompt  # type: ignore[return-value]
+        problem = result.diagnostics[0] if result.diagnostics else None
+        raise RunnerError(
+            f"The chat template cannot render the simulated reply into history: {problem or 'unknown error'}",
+            hint="The simulation appends this assistant message and renders the conversation: "
+            + json.dumps(message, ensure_ascii=False)[:300],
+        )

@@ -1,0 +1,206 @@
+"""Checks for template authors: proof that the chat template and the response template are inverses
+(round trip, both sides), that streaming cannot change the parsed result, and that both templates
+work outside Python (lints). Each result is pass / warn / fail with details and a location.
+
+    report = run_checks(chat_template, response_template_json, cases, recordings)
+    report = run_preset_checks("smollm3")
+    report.status, report.to_dict()   # {"checks": [...], "diagnostics": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any
+
+import jinja2
+
+from ..cases import Case, Recording
+from ..diagnostics import Diagnostic
+from ..presets import Preset, load_preset
+from ..render import template_error
+from ..response_spec import load_response_spec
+from .chat_lints import check_chat_lints
+from .context import CheckContext, Sample, default_cases
+from .jinja_analysis import environment
+from .response_lints import check_response_lints
+from .results import CheckReport, CheckResult, Location, Status
+from .round_trip import assistant_turns, check_message_round_trip
+from .round_trip_output import check_output_round_trip
+from .streaming import check_streaming
+
+FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints")
+
+__all__ = [
+    "FAMILIES",
+    "CheckReport",
+    "CheckResult",
+    "Location",
+    "Sample",
+    "Status",
+    "run_checks",
+    "run_preset_checks",
+]
+
+
+def run_checks(
+    chat_template: str,
+    response_template: str | dict,
+    cases: Iterable[Case] | None = None,
+    recordings: Iterable[Recording] | None = None,
+    runs: Iterable[Sample | tuple[Case, str]] | None = None,
+    *,
+    special_tokens: dict | None = None,
+    template_kwargs: dict | None = None,
+    stop_tokens: list[str] | None = None,
+    round_trip_differences: dict[str, str] | None = None,
+    tokenizer: Any = None,
+    random_splits: int = 200,
+    seed: int = 0,
+    families: Iterable[str] = FAMILIES,
+) -> CheckReport:
+    """Run every check (or the named `families`) on a pair of templates. Never raises: inputs that
+    cannot be read become diagnostics, and the checks that need them fail with "not run".
+
+    `cases` default to built-in conversations fitted to what the chat template reads; `recordings`
+    name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
+    are fields the chat template drops on purpose (a preset's), reported as documented, not as bugs."""
+    families = [f for f in families if f in FAMILIES]
+    report = CheckReport()
+    response_text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
+    loaded = load_response_spec(response_text)
+    report.diagnostics += loaded.diagnostics
+    try:
+        environment(chat_template).parse(chat_template)
+        chat_ok = True
+    except jinja2.TemplateSyntaxError as e:
+        report.diagnostics.append(template_error(e, chat_template))
+        chat_ok = False
+    except Exception as e:  # noqa: BLE001 - e.g. an old jinja2: the user's to see
+        report.diagnostics.append(Diagnostic("error", f"The chat template cannot be compiled: {e}", "chat_template"))
+        chat_ok = False
+    if not loaded.ok or not chat_ok:
+        broken = "the chat template" if not chat_ok else "the response template"
+        for family in families:
+            report.checks.append(CheckResult(family, "fail", f"Not run: {broken} has errors (see diagnostics)."))
+        return report
+
+    ctx = CheckContext(
+        chat_template=chat_template,
+        response_text=response_text,
+        spec=loaded.spec or {},
+        template=loaded.template,  # type: ignore[arg-type]
+        cases=[],
+        samples=[],
+        special_tokens=dict(special_tokens or {}),
+        template_kwargs=dict(template_kwargs or {}),
+        stop_tokens=list(stop_tokens or []),
+        documented=dict(round_trip_differences or {}),
+        tokenizer=tokenizer,
+        random_splits=random_splits,
+        seed=seed,
+    )
+    cases = list(cases or [])
+    ctx.cases = [c for c in cases if _valid_case(c, report.diagnostics)] if cases else default_cases(ctx.fields)
+    ctx.default_cases = not cases
+    ctx.samples = _samples(ctx.cases, recordings or [], runs or [], report.diagnostics)
+
+    try:
+        turns, problems = assistant_turns(ctx)
+    except Exception as e:  # noqa: BLE001 - see _guarded
+        turns, problems = [], [_crashed("round_trip.message", e)]
+    outputs = ctx.samples or [turn.sample() for turn in turns]
+    if "round_trip" in families:
+        report.checks += problems
+        report.checks += _guarded("round_trip.message", lambda: check_message_round_trip(ctx, turns))
+        if not turns and not problems:
+            report.checks.append(CheckResult("round_trip.message", "pass", "No case has an assistant message to round-trip."))
+        for sample in outputs:
+            report.checks += _guarded("round_trip.output", lambda: check_output_round_trip(ctx, sample), subject=sample.subject)
+    if "streaming" in families:
+        for sample in outputs:
+            report.checks += _guarded("streaming", lambda: [check_streaming(ctx, sample)], subject=sample.subject)
+        if not outputs:
+            report.checks.append(CheckResult("streaming", "pass", "No output to stream: add a recording or an assistant message."))
+    if "chat_lints" in families:
+        report.checks += _guarded("chat_lint", lambda: check_chat_lints(ctx))
+    if "response_lints" in families:
+        report.checks += _guarded("response_lint", lambda: check_response_lints(ctx))
+    if ctx.default_cases:
+        names = ", ".join(repr(c.name) for c in ctx.cases)
+        for result in report.checks:
+            if result.subject and result.subject.startswith(("case", "rendered turn")):
+                result.details += f"\n(built-in case{'s' if len(ctx.cases) > 1 else ''} {names}: give cases of your own to check with them)"
+    return report
+
+
+def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:
+    """Every check on a preset, with its cases, recordings, special and stop tokens, default template
+    kwargs and documented round-trip differences."""
+    preset = load_preset(preset) if isinstance(preset, str) else preset
+    options = {
+        "special_tokens": preset.special_tokens,
+        "template_kwargs": preset.default_kwargs(),
+        "stop_tokens": preset.stop_tokens,
+        # Fields lost only from earlier turns are deliberate too (Qwen3's reasoning).
+        "round_trip_differences": {**preset.history_differences, **preset.round_trip_differences},
+        **options,
+    }
+    return run_checks(preset.chat_template, preset.response_template, preset.cases, preset.recordings, **options)
+
+
+def _guarded(name: str, run: Any, subject: str | None = None) -> list[CheckResult]:
+    """Run one check; an unexpected error becomes a failed result instead of a traceback (a bug in a
+    check must not hide the other checks' results from the author)."""
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001
+        return [_crashed(name, e, subject)]
+
+
+def _crashed(name: str, error: Exception, subject: str | None = None) -> CheckResult:
+    return CheckResult(name, "fail", f"The check could not run: {type(error).__name__}: {error}", None, subject)
+
+
+def _valid_case(case: Any, diagnostics: list[Diagnostic]) -> bool:
+    """Whether a case has the shape rendering needs; if not, a diagnostic says what is wrong."""
+    name = getattr(case, "name", "?")
+    problem = None
+    if not isinstance(case, Case):
+        problem = f"is a {type(case).__name__}, not a case"
+    elif not isinstance(case.messages, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str) for m in case.messages):
+        problem = "needs messages: a list of objects, each with a role"
+    elif not isinstance(case.template_kwargs, dict) or not isinstance(case.special_tokens, dict):
+        problem = "needs template_kwargs and special_tokens to be objects"
+    elif case.tools is not None and not (isinstance(case.tools, list) and all(isinstance(t, dict) for t in case.tools)):
+        problem = "needs tools to be a list of objects"
+    if problem:
+        diagnostics.append(Diagnostic("error", f"Case {name!r} {problem}.", "case"))
+    return problem is None
+
+
+def _samples(
+    cases: list[Case], recordings: Iterable[Recording], runs: Iterable[Sample | tuple[Case, str]], diagnostics: list[Diagnostic]
+) -> list[Sample]:
+    """Recordings and runs as samples; a recording naming an unknown case becomes a diagnostic."""
+    by_name = {case.name: case for case in cases}
+    samples = []
+    for recording in recordings:
+        if not isinstance(recording.output, str):
+            diagnostics.append(Diagnostic("error", f"Recording {recording.name!r} has no output text.", "case"))
+            continue
+        case = by_name.get(recording.case)
+        if case is None:
+            diagnostics.append(Diagnostic(
+                "error", f"Recording {recording.name!r} names case {recording.case!r}, which is not among the cases.",
+                "case", hint=f"Cases: {', '.join(sorted(by_name)) or 'none'}.",
+            ))  # fmt: skip
+            continue
+        samples.append(Sample(recording.name, case, recording.output, recording.expected, "recording"))
+    for i, run in enumerate(runs):
+        if isinstance(run, Sample):
+            samples.append(run)
+        else:
+            case, output = run
+            samples.append(Sample(f"run {i + 1}", case, output, origin="run"))
+    return samples

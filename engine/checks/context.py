@@ -1,0 +1,234 @@
+"""What every check works from: both templates (as text, for locations), the cases and outputs to try,
+and small helpers for showing text differences to a person."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from transformers.utils.chat_parsing.response_templates import ResponseTemplate
+
+from ..cases import Case
+from ..render import RenderResult, render
+from ..response_spec import locate
+from .results import Location
+from .template_fields import TemplateFields, analyse_fields
+
+
+@dataclass
+class Sample:
+    """A model output and the case whose prompt it continues."""
+
+    name: str
+    case: Case
+    output: str
+    expected: dict | None = None
+    # A recording (stored with a preset or case file), a run (an output a runner produced), or a
+    # rendered turn (an assistant message the chat template itself wrote, when there are no outputs).
+    origin: str = "recording"
+    # The prompt the output continues, when already known (rendered turns); else rendered from the case.
+    prompt: str | None = None
+
+    @property
+    def subject(self) -> str:
+        return f"{self.origin} {self.name!r}"
+
+
+@dataclass
+class CheckContext:
+    """Both templates and everything to exercise them with. Built by `run_checks`."""
+
+    chat_template: str
+    response_text: str
+    spec: dict
+    template: ResponseTemplate
+    cases: list[Case]
+    samples: list[Sample]
+    special_tokens: dict = field(default_factory=dict)
+    template_kwargs: dict = field(default_factory=dict)
+    stop_tokens: list[str] = field(default_factory=list)
+    # Fields the chat template drops on purpose, each with why (Preset.round_trip_differences).
+    documented: dict[str, str] = field(default_factory=dict)
+    tokenizer: Any = None
+    random_splits: int = 200
+    seed: int = 0
+    default_cases: bool = False
+
+    @cached_property
+    def fields(self) -> TemplateFields | None:
+        """Which message fields the chat template reads (None if it does not parse)."""
+        try:
+            return analyse_fields(self.chat_template)
+        except Exception:  # noqa: BLE001 - a syntax error is reported as a diagnostic elsewhere
+            return None
+
+    def render(
+        self,
+        case: Case,
+        messages: list[dict] | None = None,
+        add_generation_prompt: bool | None = None,
+        continue_final_message: bool | str | None = None,
+        chat_template: str | None = None,
+    ) -> RenderResult:
+        """Render `case` (or `messages` with the case's tools, documents and kwargs), with this
+        context's chat template or another text of it (`chat_template`, for lints that edit it)."""
+        return render(
+            self.chat_template if chat_template is None else chat_template,
+            copy.deepcopy(case.messages if messages is None else messages),
+            case.tools,
+            case.documents,
+            add_generation_prompt=case.add_generation_prompt if add_generation_prompt is None else add_generation_prompt,
+            continue_final_message=case.continue_final_message if continue_final_message is None else continue_final_message,
+            template_kwargs={**self.template_kwargs, **case.template_kwargs},
+            special_tokens={**self.special_tokens, **case.special_tokens},
+        )
+
+    def prompt_for(self, sample: Sample) -> RenderResult:
+        if sample.prompt is not None:
+            return RenderResult(sample.prompt)
+        return self.render(sample.case)
+
+    def field_location(self, name: str | None, key: str | None = None) -> Location:
+        """Where field `name` (or its `key`, e.g. "close") is written in the response template."""
+        if name is None or name not in self.spec.get("fields", {}):
+            return Location("response_template")
+        path: tuple = ("fields", name, key) if key and key in self.spec["fields"][name] else ("fields", name)
+        line, column = locate(self.response_text, path)
+        return Location("response_template", line, column)
+
+    def key_location(self, *path: str | int) -> Location:
+        line, column = locate(self.response_text, tuple(path))
+        return Location("response_template", line, column)
+
+    def turn_end_tokens(self) -> list[str]:
+        """Text that ends the model's turn: the stop tokens, and the eos token."""
+        eos = self.special_tokens.get("eos_token")
+        tokens = [*self.stop_tokens, *([eos] if isinstance(eos, str) else [])]
+        return [t for t in dict.fromkeys(tokens) if t]
+
+    def field_named_in(self, message: str) -> str | None:
+        """The field an error message from transformers names (`Field 'x': …`, `['x']`), if any."""
+        for name in self.template.fields:
+            if f"'{name}'" in message:
+                return name
+        return None
+
+    def anchor_hint(self, prompt: str) -> str:
+        """Why a parse of output after `prompt` may go wrong: the start anchor is not in the prompt."""
+        if self.template.start_anchor_re.search(prompt) is None:
+            return "\n  (the start anchor does not occur in the prompt, so the parser also reads the prompt: see response_lint.start_anchor)"
+        return ""
+
+    def dropped_fields(self) -> dict[str, str]:
+        """Fields the chat template does not render back, each with why: documented differences first,
+        then fields it never reads (found in its AST)."""
+        out = {name: f"documented: {why}" for name, why in self.documented.items()}
+        fields = self.fields
+        if fields is not None:
+            for name in self.template.fields:
+                if name not in out and not fields.reads(name):
+                    out[name] = f"the chat template never renders `{name}`"
+        return out
+
+
+def default_cases(fields: TemplateFields | None) -> list[Case]:
+    """Cases to check with when none are given: a plain conversation, and one with a tool call when the
+    chat template reads tools. Assistant messages carry reasoning when the template reads it, so the
+    round trip exercises every field the template knows."""
+    reads = fields.reads if fields is not None else (lambda name: False)
+    answer: dict = {"role": "assistant", "content": "The capital of France is Paris."}
+    if reads("reasoning_content"):
+        answer["reasoning_content"] = "The user asks for the capital of France. That is Paris."
+    cases = [
+        Case(
+            name="conversation",
+            messages=[
+                {"role": "system", "content": "You are a helpful assistant."},
+                {"role": "user", "content": "What is the capital of France?"},
+                answer,
+                {"role": "user", "content": "And of Italy?"},
+            ],
+            description="Built in: a system prompt, a question, an answer and a follow-up.",
+        )
+    ]
+    if fields is not None and "tools" in fields.variables and reads("tool_calls"):
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Get the current weather in a city.",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string", "description": "The city"}},
+                    "required": ["city"],
+                },
+            },
+        }
+        call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+        cases.append(
+            Case(
+                name="tool call",
+                messages=[
+                    {"role": "user", "content": "What is the weather in Paris?"},
+                    call,
+                    {"role": "tool", "content": "22 degrees and sunny", "name": "get_weather"},
+                    {"role": "assistant", "content": "It is 22 degrees and sunny in Paris."},
+                    {"role": "user", "content": "Thanks!"},
+                ],
+                tools=[tool],
+                description="Built in: a tool call, its result and the answer.",
+            )
+        )
+    return cases
+
+
+# ----- showing text to a person -----------------------------------------------------------------
+
+_VISIBLE = {" ": "·", "\t": "→", "\n": "⏎", "\r": "␍"}
+
+
+def visible(text: str) -> str:
+    """`text` on one line with its whitespace drawn: · space, → tab, ⏎ newline."""
+    return "".join(_VISIBLE.get(c, c) for c in text)
+
+
+def first_difference(a: str, b: str) -> int | None:
+    """Index of the first character where `a` and `b` differ (None if equal)."""
+    if a == b:
+        return None
+    limit = min(len(a), len(b))
+    low, high = 0, limit  # binary search on the common prefix: fast on 10 KB texts
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[:mid] == b[:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def show_difference(a: str, b: str, index: int, labels: tuple[str, str], width: int = 30) -> str:
+    """Both texts around their first difference, whitespace visible, aligned one above the other."""
+    start = max(0, index - width)
+    label_width = max(len(labels[0]), len(labels[1]))
+    lines = []
+    for label, text in zip(labels, (a, b)):
+        before = visible(text[start:index])
+        after = visible(text[index : index + width]) or "(end of text)"
+        ellipsis = "…" if start > 0 else ""
+        tail = "…" if index + width < len(text) else ""
+        lines.append(f"  {label.rjust(label_width)}: {ellipsis}{before}▕{after}{tail}")
+    return "\n".join(lines)
+
+
+def indent_error(error: str) -> str:
+    """A multi-line error message indented under the line that introduces it."""
+    return error.replace("\n", "\n    ")
+
+
+def short(text: str, limit: int = 60) -> str:
+    """`text` with visible whitespace, cut to `limit` characters."""
+    shown = visible(text)
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"

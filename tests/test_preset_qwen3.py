@@ -1,76 +1,28 @@
-"""The Qwen3 preset: its chat template renders every case exactly as the official template does
-(golden prompts under tests/golden/qwen3, rendered by the official template), the format's
-surprises hold, every recording parses to its expected message however it is chunked, and a
-round trip gives the same message back when the turn comes after the last user query."""
+"""The Qwen3 preset: the format's surprises hold, the recordings cover every kind of output, the
+prefilled empty think block is read from the prompt, and a round trip gives the same message back
+when the turn comes after the last user query. Golden prompts, loading and parsing every recording
+are tested for every preset in tests/test_presets.py."""
 
 from __future__ import annotations
-
-import dataclasses
-import random
-from pathlib import Path
 
 import pytest
 from transformers.utils.chat_parsing import parse_response
 from transformers.utils.chat_template_utils import _get_template_variables
 
-from engine.cases import Case, render_case
 from engine.presets import load_preset
-from engine.render import render
-from engine.response_spec import load_response_spec
-from engine.trace import Trace, trace_text
+from engine.trace import Trace
+from tests.preset_support import assert_recordings_cover_every_kind, chat, parse_back, prompt_for
 
 PRESET = load_preset("qwen3")
-GOLDEN = Path(__file__).parent / "golden" / "qwen3"
 EMPTY_THINK = "<think>\n\n</think>\n\n"
 
-
-def prompt_for(case: Case | str, **changes) -> str:
-    """Our template's prompt for a case (by name), with the preset's tokens and default kwargs."""
-    case = PRESET.case(case) if isinstance(case, str) else case
-    case = dataclasses.replace(case, **changes)
-    result = render_case(PRESET.chat_template, case, PRESET.special_tokens, PRESET.default_kwargs())
-    assert result.ok, result.diagnostics
-    return result.prompt
-
-
-def chat(messages: list[dict], tools=None, add_generation_prompt=True, **kwargs) -> str:
-    result = render(PRESET.chat_template, messages, tools, add_generation_prompt=add_generation_prompt,
-                    template_kwargs=kwargs, special_tokens=PRESET.special_tokens)
-    assert result.ok, result.diagnostics
-    return result.prompt
-
-
-def chunkings(text: str) -> list[list[str]]:
-    out = [[text], list(text)] + [[text[i : i + n] for i in range(0, len(text), n)] for n in (2, 3, 7, 16)]
-    for seed in range(15):
-        rng, pieces, i = random.Random(seed), [], 0
-        while i < len(text):
-            n = rng.randint(1, 12)
-            pieces.append(text[i : i + n])
-            i += n
-        out.append(pieces)
-    return out
-
-
-# ----- golden prompts ------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("case", PRESET.cases, ids=lambda c: c.name)
-def test_case_renders_like_the_official_template(case):
-    golden = (GOLDEN / f"{case.name.replace(' ', '_')}.txt").read_text(encoding="utf-8")
-    assert prompt_for(case) == golden
-
-
-def test_every_golden_prompt_has_a_case():
-    names = {c.name.replace(" ", "_") for c in PRESET.cases}
-    assert {p.stem for p in GOLDEN.glob("*.txt")} == names
 
 
 # ----- the format's facts --------------------------------------------------------------------------
 
 
 def test_tools_share_the_system_turn_as_json_lines():
-    prompt = prompt_for("tools with system prompt")
+    prompt = prompt_for(PRESET, "tools with system prompt")
     assert prompt.startswith("<|im_start|>system\nYou are a weather assistant.\n\n# Tools\n\n")
     assert '<tools>\n{"type": "function", "function": {"name": "get_weather"' in prompt
     assert prompt.count("<|im_start|>system") == 1
@@ -78,19 +30,19 @@ def test_tools_share_the_system_turn_as_json_lines():
 
 
 def test_enable_thinking_false_prefills_an_empty_think_block():
-    assert prompt_for("thinking off").endswith("<|im_start|>assistant\n" + EMPTY_THINK)
-    assert prompt_for("thinking on explicitly") == prompt_for("plain chat")
-    assert prompt_for("plain chat").endswith("<|im_start|>assistant\n")
+    assert prompt_for(PRESET, "thinking off").endswith("<|im_start|>assistant\n" + EMPTY_THINK)
+    assert prompt_for(PRESET, "thinking on explicitly") == prompt_for(PRESET, "plain chat")
+    assert prompt_for(PRESET, "plain chat").endswith("<|im_start|>assistant\n")
 
 
 def test_reasoning_is_dropped_before_the_last_user_query():
-    prompt = prompt_for("reasoning in history")
+    prompt = prompt_for(PRESET, "reasoning in history")
     assert "17 * 20" not in prompt
     assert "<|im_start|>assistant\n17 × 24 = 408.<|im_end|>\n" in prompt
 
 
 def test_reasoning_is_kept_for_every_step_after_the_last_user_query():
-    prompt = prompt_for("multi-step tool calls")
+    prompt = prompt_for(PRESET, "multi-step tool calls")
     assert "<|im_start|>assistant\n<think>\nFirst Paris.\n</think>\n\n<tool_call>" in prompt
     assert "<|im_start|>assistant\n<think>\nNow London.\n</think>\n\n<tool_call>" in prompt
 
@@ -98,22 +50,22 @@ def test_reasoning_is_kept_for_every_step_after_the_last_user_query():
 def test_the_last_turn_always_gets_a_think_block():
     messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
     last_turn = "<|im_start|>assistant\n" + EMPTY_THINK + "Hello!<|im_end|>\n"
-    assert chat(messages, add_generation_prompt=False).endswith(last_turn)
+    assert chat(PRESET, messages, add_generation_prompt=False).endswith(last_turn)
     # The same answer followed by another user message loses the block.
-    assert "<|im_start|>assistant\nHello!<|im_end|>" in chat(messages + [{"role": "user", "content": "Again"}])
+    assert "<|im_start|>assistant\nHello!<|im_end|>" in chat(PRESET, messages + [{"role": "user", "content": "Again"}])
 
 
 def test_a_think_block_inside_content_is_split_out():
     messages = [{"role": "user", "content": "What is 2 + 2?"},
                 {"role": "assistant", "content": "<think>\nSimple addition.\n</think>\n\n2 + 2 = 4."}]
-    prompt = chat(messages, add_generation_prompt=False)
+    prompt = chat(PRESET, messages, add_generation_prompt=False)
     assert prompt.endswith("<|im_start|>assistant\n<think>\nSimple addition.\n</think>\n\n2 + 2 = 4.<|im_end|>\n")
     # Before the last user query the split-out reasoning is dropped like any other.
-    assert "Simple addition." not in chat(messages + [{"role": "user", "content": "And 3 + 3?"}])
+    assert "Simple addition." not in chat(PRESET, messages + [{"role": "user", "content": "And 3 + 3?"}])
 
 
 def test_consecutive_tool_results_share_one_user_turn():
-    prompt = prompt_for("parallel tool calls")
+    prompt = prompt_for(PRESET, "parallel tool calls")
     turn = prompt.rpartition("<|im_start|>user\n")[2]
     assert turn.count("<tool_response>\n") == 2
     assert turn.endswith("</tool_response><|im_end|>\n<|im_start|>assistant\n")
@@ -122,7 +74,7 @@ def test_consecutive_tool_results_share_one_user_turn():
 
 def test_parallel_calls_are_separated_by_a_newline():
     second = '</tool_call>\n<tool_call>\n{"name": "get_weather", "arguments": {"city": "London"}}'
-    assert second in prompt_for("parallel tool calls")
+    assert second in prompt_for(PRESET, "parallel tool calls")
 
 
 def test_a_tool_response_user_message_is_not_the_last_query():
@@ -130,15 +82,15 @@ def test_a_tool_response_user_message_is_not_the_last_query():
     # so it keeps its reasoning; before a real user message it loses it.
     messages = PRESET.case("tool response as user message").messages
     with_reasoning = [messages[0], {**messages[1], "reasoning_content": "Call the tool."}, messages[2]]
-    assert "<think>\nCall the tool.\n</think>" in chat(with_reasoning, tools=PRESET.case("tools offered").tools)
+    assert "<think>\nCall the tool.\n</think>" in chat(PRESET, with_reasoning, tools=PRESET.case("tools offered").tools)
     plain_user = [*with_reasoning[:2], {"role": "user", "content": "thanks"}]
-    assert "Call the tool." not in chat(plain_user, tools=PRESET.case("tools offered").tools)
+    assert "Call the tool." not in chat(PRESET, plain_user, tools=PRESET.case("tools offered").tools)
 
 
 def test_string_arguments_are_written_as_given():
     call = {"type": "function", "function": {"name": "f", "arguments": '{"x":1}'}}
     messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "tool_calls": [call]}]
-    assert '<tool_call>\n{"name": "f", "arguments": {"x":1}}\n</tool_call>' in chat(messages, add_generation_prompt=False)
+    assert '<tool_call>\n{"name": "f", "arguments": {"x":1}}\n</tool_call>' in chat(PRESET, messages, add_generation_prompt=False)
 
 
 def test_template_kwargs_are_the_ones_the_template_reads():
@@ -149,26 +101,13 @@ def test_template_kwargs_are_the_ones_the_template_reads():
 # ----- recordings and round trip -------------------------------------------------------------------
 
 
-def test_response_template_loads_cleanly():
-    loaded = load_response_spec(PRESET.response_template)
-    assert loaded.ok and loaded.diagnostics == []
-
-
 def test_recordings_cover_every_kind():
-    assert {r.case for r in PRESET.recordings} <= {c.name for c in PRESET.cases}
-    messages = [r.expected for r in PRESET.recordings]
-    assert any("reasoning_content" in m and "content" in m for m in messages)
-    assert any(len(m.get("tool_calls", [])) == 1 for m in messages)
-    assert any(len(m.get("tool_calls", [])) > 1 for m in messages)
-    recordings = PRESET.recordings
-    assert any(prompt_for(r.case).endswith(EMPTY_THINK) and "reasoning_content" not in r.expected for r in recordings)
-    assert any(all(s in r.output for s in ("<", "</thi", "{")) and "tool_calls" not in r.expected for r in recordings)
-    assert any(not r.output.endswith("<|im_end|>") for r in PRESET.recordings)
+    assert_recordings_cover_every_kind(PRESET, EMPTY_THINK, "<|im_end|>")
 
 
 def test_the_prefilled_empty_think_block_is_read_from_the_prompt():
     recording = PRESET.recording("thinking disabled")
-    prompt = prompt_for(recording.case)
+    prompt = prompt_for(PRESET, recording.case)
     trace = Trace(PRESET.response_spec, prompt=prompt)
     events = [(e["type"], e["field"]) for e in trace.initial_events]
     assert events[:2] == [("region_open", "reasoning_content"), ("region_chunk", "reasoning_content")]
@@ -180,25 +119,9 @@ def test_the_prefilled_empty_think_block_is_read_from_the_prompt():
 
 
 @pytest.mark.parametrize("recording", PRESET.recordings, ids=lambda r: r.name)
-def test_recording_parses_to_its_expected_message(recording):
-    case = PRESET.case(recording.case)
-    prompt, spec = prompt_for(case), PRESET.response_spec
-    assert parse_response(recording.output, spec, prefix=prompt, tools=case.tools) == recording.expected
-    for chunks in chunkings(recording.output):
-        result = trace_text(spec, recording.output, prompt=prompt, tools=case.tools, chunks=chunks)
-        assert result.diagnostics == []
-        assert result.message == recording.expected, chunks
-
-
-@pytest.mark.parametrize("recording", PRESET.recordings, ids=lambda r: r.name)
 def test_round_trip_gives_the_message_back(recording):
     """Rendered as the conversation's latest turn (after the last user query), nothing is lost."""
-    case = PRESET.case(recording.case)
-    prompt = prompt_for(case)
-    history = prompt_for(case, messages=case.messages + [recording.expected], add_generation_prompt=False)
-    assert history.startswith(prompt)
-    back = parse_response(history[len(prompt) :], PRESET.response_spec, prefix=prompt, tools=case.tools)
-    assert back == recording.expected
+    assert parse_back(PRESET, PRESET.case(recording.case), recording.expected) == recording.expected
 
 
 def test_round_trip_before_the_last_query_loses_only_reasoning():
@@ -207,9 +130,9 @@ def test_round_trip_before_the_last_query_loses_only_reasoning():
     recording = PRESET.recording("reasoning then answer")
     case = PRESET.case(recording.case)
     messages = case.messages + [recording.expected, {"role": "user", "content": "Thanks!"}]
-    history = chat(messages, add_generation_prompt=False)
+    history = chat(PRESET, messages, add_generation_prompt=False)
     turn = history[: history.rindex("<|im_start|>user\n")]
-    prompt = chat(case.messages)
+    prompt = chat(PRESET, case.messages)
     back = parse_response(turn[len(prompt) :], PRESET.response_spec, prefix=prompt)
     assert PRESET.round_trip_differences == {}
     assert any("after the last real user query" in note for note in PRESET.notes)

@@ -1,20 +1,27 @@
-"""Every preset: loads, every case renders, every recording parses (one-shot and streamed in many
-chunkings) to its expected message, and an assistant message survives being rendered into history
-and parsed back, except for the differences the preset documents."""
+"""Every preset: loads, every case renders (exactly like the official template's golden prompt where
+tests/golden/<preset>/ exists), every recording parses (one-shot and streamed in many chunkings) to
+its expected message, and an assistant message survives being rendered into history and parsed
+back, except for the differences the preset documents."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from transformers.utils.chat_parsing import parse_response
 
-from engine.cases import Case, render_case
 from engine.checks import run_preset_checks
 from engine.presets import load_preset, preset_names
 from engine.response_spec import load_response_spec
 from engine.trace import Trace, trace_text
+from tests.preset_support import chunkings, frozen_date, prompt_for  # noqa: F401 - frozen_date is a fixture
 
 PRESETS = preset_names()
 CASES = [(p, c.name) for p in PRESETS for c in load_preset(p).cases]
+# Golden prompts: what the official template renders for each case, with the date frozen.
+GOLDEN = Path(__file__).parent / "golden"
+GOLDEN_PRESETS = [p for p in PRESETS if (GOLDEN / p).is_dir()]
+GOLDEN_CASES = [(p, c.name) for p in GOLDEN_PRESETS for c in load_preset(p).cases]
 RECORDINGS = [(p, r.name) for p in PRESETS for r in load_preset(p).recordings]
 # Round trips apply to recordings of a new assistant turn (not a continued message).
 ROUND_TRIPS = [
@@ -25,19 +32,16 @@ ROUND_TRIPS = [
 ]
 
 
-def prompt_for(preset, case: Case) -> str:
-    result = render_case(preset.chat_template, case, preset.special_tokens, preset.default_kwargs())
-    assert result.diagnostics == [], result.diagnostics
-    return result.prompt
-
-
-def chunkings(text: str) -> list[list[str]]:
-    sizes = [1, 2, 3, 7, 16]
-    return [[text]] + [[text[i : i + n] for i in range(0, len(text), n)] for n in sizes]
+def golden_file(name: str, case_name: str) -> Path:
+    return GOLDEN / name / f"{case_name.replace(' ', '_')}.txt"
 
 
 def test_the_four_models_are_there() -> None:
     assert {"smollm3", "qwen3", "gpt-oss", "command-r7b"} <= set(PRESETS)
+
+
+def test_the_four_models_have_golden_prompts() -> None:
+    assert {"smollm3", "qwen3", "gpt-oss", "command-r7b"} <= set(GOLDEN_PRESETS)
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -63,6 +67,19 @@ def test_every_case_renders(name: str, case_name: str) -> None:
     assert prompt
 
 
+@pytest.mark.usefixtures("frozen_date")
+@pytest.mark.parametrize("name, case_name", GOLDEN_CASES)
+def test_case_renders_like_the_official_template(name: str, case_name: str) -> None:
+    golden = golden_file(name, case_name).read_bytes().decode("utf-8")  # bytes: no newline translation
+    assert prompt_for(load_preset(name), case_name) == golden
+
+
+@pytest.mark.parametrize("name", GOLDEN_PRESETS)
+def test_every_golden_prompt_has_a_case_and_every_case_a_golden_prompt(name: str) -> None:
+    cases = sorted(golden_file(name, c.name).name for c in load_preset(name).cases)
+    assert sorted(p.name for p in (GOLDEN / name).iterdir()) == cases
+
+
 @pytest.mark.parametrize("name, recording_name", RECORDINGS)
 def test_every_recording_parses_in_every_chunking(name: str, recording_name: str) -> None:
     preset = load_preset(name)
@@ -74,8 +91,8 @@ def test_every_recording_parses_in_every_chunking(name: str, recording_name: str
     reference = None
     for chunks in chunkings(recording.output):
         result = trace_text(spec, recording.output, prompt, case.tools, chunks)
-        assert result.diagnostics == []
-        assert result.message == recording.expected
+        assert result.diagnostics == [], chunks
+        assert result.message == recording.expected, chunks
         reference = reference or result.segments
         assert result.segments == reference
 
@@ -90,8 +107,7 @@ def assistant_turn(preset, prefix: str, full: str) -> str:
 def round_trip(preset, recording) -> dict:
     """Render the expected message into history after its case, and parse that turn back."""
     case = preset.case(recording.case)
-    history = Case(**{**case.__dict__, "messages": case.messages + [recording.expected], "add_generation_prompt": False})
-    full = prompt_for(preset, history)
+    full = prompt_for(preset, case, messages=case.messages + [recording.expected], add_generation_prompt=False)
     spec = preset.response_spec
     anchor_end = Trace(spec, prompt=full).anchor_end
     turn = assistant_turn(preset, full[:anchor_end], full)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import os
 
-from app.page import build
+from app.page import LAUNCH_OPTIONS, build
 
 
 def main() -> None:
@@ -15,7 +15,7 @@ def main() -> None:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
-    build().launch(server_name=args.host, server_port=args.port)
+    build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,180 @@
+"""The Checks tab: run every check of `engine.checks` on the templates and cases being edited (and
+the last run's output), show pass / warn / fail with details, and show the line a result points
+at (clicking a row also scrolls that editor to it on the Playground tab)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from engine.cases import Case
+
+from .case_panel import CaseForm
+from .highlight import diagnostics_html, esc
+from .state import Session
+from .workbench import sync, template_kwargs
+
+NOTE = (
+    "Checks prove the two templates are inverses (**round trip**, message side and output side), that "
+    "**streaming** in any chunking gives the one-shot result, and that both templates work outside "
+    "Python (**lints**). They run on the templates, cases and recordings you are editing, plus the last run."
+)
+HEADERS = ["status", "check", "subject", "where", "details"]
+# The checks render and stream every case and output many times; a minute is far more than they need.
+CHECKS_TIMEOUT = 60.0
+EDITOR_IDS = {"chat_template": "chat-editor", "response_template": "response-editor", "case": "messages-editor"}
+
+# Clicking a row: switch to the Playground tab and scroll the editor to the line (CodeMirror only
+# renders lines near the viewport, so scroll proportionally first, then to the line's gutter).
+JUMP_JS = """(where) => {
+  if (!where) return;
+  const [source, lineText] = where.split(':');
+  const ids = %s;
+  const line = parseInt(lineText || '0', 10);
+  const id = ids[source];
+  if (!id || !line) return;
+  const tab = [...document.querySelectorAll('#tabs button[role=tab]')].find(b => b.textContent.trim() === 'Playground');
+  if (tab) tab.click();
+  setTimeout(() => {
+    const root = document.getElementById(id);
+    if (!root) return;
+    root.scrollIntoView({block: 'center'});
+    const scroller = root.querySelector('.cm-scroller');
+    const total = parseInt([...root.querySelectorAll('.cm-gutterElement')].pop()?.textContent || '1', 10);
+    const find = () => [...root.querySelectorAll('.cm-lineNumbers .cm-gutterElement')].find(g => g.textContent.trim() === String(line));
+    if (!find() && scroller) scroller.scrollTop = scroller.scrollHeight * (line - 1) / Math.max(total, line);
+    setTimeout(() => {
+      const gutter = find();
+      if (!gutter || !scroller) return;
+      scroller.scrollTop += gutter.getBoundingClientRect().top - scroller.getBoundingClientRect().top - scroller.clientHeight / 3;
+      root.dataset.jumpedTo = String(line);
+    }, 150);
+  }, 250);
+}""" % EDITOR_IDS
+
+
+def _documented(session: Session) -> dict[str, str]:
+    """The preset's documented round-trip differences (what the chat template drops on purpose)."""
+    from engine.presets import load_preset
+
+    name = session.workspace.preset
+    if not name:
+        return {}
+    try:
+        preset = load_preset(name)
+    except (KeyError, ValueError, OSError):
+        return {}
+    return {**getattr(preset, "history_differences", {}), **preset.round_trip_differences}
+
+
+def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, *form: Any) -> tuple:
+    """The "Run all checks" button: (summary HTML, table rows, diagnostics HTML)."""
+    from engine.checks import run_checks
+    from engine.sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+
+    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    workspace = session.workspace
+    runs: list[tuple[Case, str]] = []
+    if session.last_run is not None and session.last_run.chunks:
+        runs.append((workspace.case, "".join(session.last_run.chunks)))
+    options = dict(
+        chat_template=workspace.chat_template,
+        response_template=workspace.response_template,
+        cases=workspace.cases,
+        recordings=[r for r in workspace.recordings if workspace.find_case(r.case) is not None],
+        runs=runs,
+        special_tokens=workspace.special_tokens,
+        template_kwargs=template_kwargs(workspace),
+        stop_tokens=workspace.stop_tokens,
+        round_trip_differences=_documented(session),
+        random_splits=100,
+    )
+    # The checks render and parse the author's templates many times: run them in the killable
+    # worker, so a runaway template (or a catastrophic regex) cannot hold the server.
+    try:
+        report = shared_pool().call(run_checks, options, CHECKS_TIMEOUT)
+    except (SandboxTimeout, SandboxCrashed) as e:
+        message = f"The checks stopped: they {e}" if isinstance(e, SandboxTimeout) else f"The checks stopped: {e}"
+        return f'<div class="checks-summary fail"><b>FAIL</b> · {esc(message)}</div>', [], ""
+    session.checks = report.checks
+    counts = {status: sum(1 for c in report.checks if c.status == status) for status in ("pass", "warn", "fail")}
+    worst = report.status
+    summary = (
+        f'<div class="checks-summary {worst}"><b>{esc(worst.upper())}</b> · '
+        f'{counts["pass"]} passed · {counts["warn"]} warnings · {counts["fail"]} failed'
+        "<span class=\"sub\"> · click a row to see the line it points at</span></div>"
+    )
+    rows = [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in report.checks]
+    return summary, rows, diagnostics_html(report.diagnostics)
+
+
+def show_location(session: Session, evt: gr.SelectData) -> tuple[str, str]:
+    """A row was clicked: the result's details and the lines around where it points; also the
+    `source:line` the page's script scrolls that editor to."""
+    checks = getattr(session, "checks", None) or []
+    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
+    if not isinstance(row, int) or not 0 <= row < len(checks):
+        return "", ""
+    result = checks[row]
+    head = f'<div class="check-detail"><b>{esc(result.name)}</b> {esc(result.subject or "")}<pre>{esc(result.details)}</pre></div>'
+    location = result.location
+    if location is None or location.line is None:
+        return head, ""
+    text = _source_text(session, location.source)
+    if text is None:
+        return head, ""
+    lines = text.splitlines()
+    first, last = max(1, location.line - 3), min(len(lines), location.line + 3)
+    shown = []
+    for number in range(first, last + 1):
+        content = lines[number - 1] if number - 1 < len(lines) else ""
+        cls = ' class="hit"' if number == location.line else ""
+        shown.append(f'<div{cls}><span class="ln">{number}</span>{esc(content) or " "}</div>')
+    caret = ""
+    if location.column is not None:
+        caret = f'<div class="caret-line"><span class="ln"></span>{" " * (location.column - 1)}^</div>'
+        index = shown.index(next(s for s in shown if s.startswith('<div class="hit"'))) + 1
+        shown.insert(index, caret)
+    where = f"{location.source.replace('_', ' ')}, line {location.line}" + (f", column {location.column}" if location.column else "")
+    return head + f'<div class="check-where">{esc(where)}</div><div class="check-lines">{"".join(shown)}</div>', f"{location.source}:{location.line}"
+
+
+def _source_text(session: Session, source: str) -> str | None:
+    workspace = session.workspace
+    if source == "chat_template":
+        return workspace.chat_template
+    if source == "response_template":
+        return workspace.response_template
+    return None
+
+
+@dataclass
+class ChecksTab:
+    run: gr.Button
+    summary: gr.HTML
+    table: gr.Dataframe
+    diagnostics: gr.HTML
+    detail: gr.HTML
+    jump: gr.Textbox
+
+
+def build_checks_tab() -> ChecksTab:
+    gr.Markdown(NOTE, elem_id="checks-note")
+    run = gr.Button("Run all checks", variant="primary", elem_id="checks-run")
+    summary = gr.HTML(elem_id="checks-summary")
+    diagnostics = gr.HTML(elem_id="checks-diagnostics")
+    table = gr.Dataframe(headers=HEADERS, datatype=["str"] * 5, interactive=False, wrap=True, elem_id="checks-table",
+                         column_widths=["70px", "200px", "200px", "150px", "auto"], max_height=560)  # fmt: skip
+    detail = gr.HTML(elem_id="check-detail")
+    jump = gr.Textbox(visible=False)
+    return ChecksTab(run, summary, table, diagnostics, detail, jump)
+
+
+def wire_checks_tab(tab: ChecksTab, session: Any, editors: Any, case: Any) -> None:
+    inputs = [session, editors.chat, editors.response, case.form_case, *case.form]
+    tab.run.click(run_all_checks, inputs, [tab.summary, tab.table, tab.diagnostics], concurrency_limit=4)
+    tab.table.select(show_location, [session], [tab.detail, tab.jump], show_progress="hidden").then(
+        None, [tab.jump], None, js=JUMP_JS
+    )

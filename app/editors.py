@@ -1,0 +1,46 @@
+"""The two editors, side by side: the chat template (Jinja) and the response template (JSON), each
+with its diagnostics underneath (line and column), updated as the author types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+from .widgets import exact_code
+
+CHAT_HELP = (
+    "Jinja, rendered by transformers' sandboxed environment exactly as `apply_chat_template` does. "
+    "Reads `messages`, `tools`, `add_generation_prompt`, the special tokens and the case's template kwargs."
+)
+RESPONSE_HELP = (
+    "JSON, as in `tokenizer_config.json` → `response_template`: a `start_anchor` (where the assistant's "
+    "turn starts in the prompt) and `fields` (regions with `open`/`close` delimiters, parsed by transformers)."
+)
+
+
+@dataclass
+class EditorsPanel:
+    chat: gr.Code
+    chat_diagnostics: gr.HTML
+    response: gr.Code
+    response_diagnostics: gr.HTML
+
+
+def build_editors() -> EditorsPanel:
+    with gr.Row(equal_height=False, elem_id="editors"):
+        with gr.Column(scale=1, min_width=360):
+            with gr.Group(elem_classes=["panel"]):
+                gr.HTML('<div class="panel-title">Chat template <span class="sub">messages → prompt</span></div>')
+                chat = exact_code(language="jinja2", lines=16, max_lines=26, show_label=False, elem_id="chat-editor",
+                                 wrap_lines=True, buttons=["copy", "download"])  # fmt: skip
+                gr.Markdown(CHAT_HELP, elem_classes=["help"])
+                chat_diagnostics = gr.HTML(elem_id="chat-diagnostics", elem_classes=["diag-box"])
+        with gr.Column(scale=1, min_width=360):
+            with gr.Group(elem_classes=["panel"]):
+                gr.HTML('<div class="panel-title">Response template <span class="sub">model output → message</span></div>')
+                response = exact_code(language="json", lines=16, max_lines=26, show_label=False, elem_id="response-editor",
+                                     wrap_lines=True, buttons=["copy", "download"])  # fmt: skip
+                gr.Markdown(RESPONSE_HELP, elem_classes=["help"])
+                response_diagnostics = gr.HTML(elem_id="response-diagnostics", elem_classes=["diag-box"])
+    return EditorsPanel(chat, chat_diagnostics, response, response_diagnostics)

@@ -1,0 +1,264 @@
+"""HTML for highlighted text: the prompt, the streaming output, its events, and diagnostics.
+
+Pure formatting: the segments, events and diagnostics come from the engine; this module only turns
+them into escaped HTML (model and template text is untrusted: every piece goes through `esc`).
+Streaming views are incremental: HTML for text that can no longer change is built once and only
+appended to, so the work per update is proportional to the new text, not to the whole output.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import regex
+
+from engine.diagnostics import Diagnostic
+from engine.trace import Segment
+
+# Fields that mean the same thing in every format get the same colour everywhere; others take the
+# next free colour in the order the response template declares them.
+KNOWN_FIELDS = {"content": 0, "reasoning_content": 1, "tool_calls": 2}
+PALETTE_SIZE = 8
+
+# Text that reads as one special token in almost every vocabulary: `<|im_end|>`, `<｜end▁of▁sentence｜>`,
+# `<|START_OF_TURN_TOKEN|>`. Known tokens (the preset's, the response template's delimiters) are added.
+GENERIC_SPECIAL = r"<\|[^<>|\s]{1,60}\|>|<｜[^<>｜\s]{1,60}｜>"
+
+WS_MARKS = {" ": "·", "\t": "→", "\n": "↵"}
+_WS = regex.compile(r"[ \t\n]")
+
+
+def esc(text: str) -> str:
+    return html.escape(text, quote=True)
+
+
+def field_classes(field_names: Iterable[str]) -> dict[str, str]:
+    """CSS class (`f0`…`f7`) for each field, stable for well-known field names."""
+    classes: dict[str, str] = {}
+    used = set()
+    names = list(field_names)
+    for name in names:
+        if name in KNOWN_FIELDS:
+            classes[name] = f"f{KNOWN_FIELDS[name]}"
+            used.add(KNOWN_FIELDS[name])
+    free = [i for i in range(PALETTE_SIZE) if i not in used] or list(range(PALETTE_SIZE))
+    for name in names:
+        if name not in classes:
+            classes[name] = f"f{free[len(classes) % len(free)]}" if free else "f3"
+            free = free[1:] + free[:1]
+    return classes
+
+
+def visible_ws(text: str) -> str:
+    """Escaped text with spaces, tabs and newlines drawn as ·, → and ↵ (the characters stay)."""
+    def mark(m: regex.Match) -> str:
+        ch = m.group()
+        return f'<span class="ws">{WS_MARKS[ch]}</span>' + ("\n" if ch == "\n" else "\t" if ch == "\t" else "")
+
+    return _WS.sub(mark, esc(text))
+
+
+def newline_marks(text: str) -> str:
+    """Escaped text with newlines shown as ↵ (used inside delimiters, where a newline is part of
+    the delimiter and easy to miss)."""
+    return esc(text).replace("\n", '<span class="ws">↵</span>\n')
+
+
+def legend_html(classes: dict[str, str]) -> str:
+    items = [f'<span class="chip {cls}">{esc(name)}</span>' for name, cls in classes.items()]
+    items += [
+        '<span class="chip delim">delimiter</span>',
+        '<span class="chip discarded">dropped</span>',
+        '<span class="chip pending">held back</span>',
+        '<span class="chip from-prompt">opened in the prompt</span>',
+    ]
+    return '<div class="legend">' + "".join(items) + "</div>"
+
+
+# ----- diagnostics -----------------------------------------------------------------------------
+
+
+def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> str:
+    """A diagnostics list for under an editor: severity, line:column, message, snippet with a caret, hint."""
+    if not diagnostics:
+        return f'<div class="diags ok">✓ {esc(ok_text)}</div>' if ok_text else '<div class="diags ok"></div>'
+    rows = []
+    for d in diagnostics:
+        where = ""
+        if d.line is not None:
+            where = f"line {d.line}" + (f", col {d.column}" if d.column is not None else "")
+        parts = [f'<span class="sev">{esc(d.severity)}</span>']
+        if where:
+            parts.append(f'<span class="where">{esc(where)}</span>')
+        parts.append(f'<span class="msg">{esc(d.message)}</span>')
+        body = " ".join(parts)
+        if d.snippet is not None:
+            caret = ""
+            if d.column is not None:
+                caret = "\n" + " " * (d.column - 1) + "^"
+            body += f'<pre class="snippet">{esc(d.snippet)}{caret}</pre>'
+        if d.hint:
+            body += f'<div class="hint">{esc(d.hint)}</div>'
+        rows.append(f'<div class="diag {esc(d.severity)}" data-line="{d.line or ""}">{body}</div>')
+    return '<div class="diags">' + "".join(rows) + "</div>"
+
+
+# ----- the prompt --------------------------------------------------------------------------------
+
+
+def special_token_pattern(tokens: Iterable[str]) -> regex.Pattern:
+    """A pattern for the given literal tokens (longest first) and generic `<|...|>` tokens."""
+    literal = sorted({t for t in tokens if t and t.strip()}, key=len, reverse=True)
+    alternatives = [regex.escape(t) for t in literal] + [GENERIC_SPECIAL]
+    return regex.compile("|".join(alternatives))
+
+
+def prompt_html(
+    prompt: str,
+    *,
+    special_tokens: Iterable[str] = (),
+    generation_start: int | None = None,
+    anchor_end: int | None = None,
+    prefix_segments: Sequence[Segment] = (),
+    classes: dict[str, str] | None = None,
+    show_whitespace: bool = False,
+) -> str:
+    """The rendered prompt with special tokens boxed, the generation prompt tinted, a marker where
+    the response template starts parsing (after `start_anchor`), and the regions the prompt already
+    opened (a prefilled `<think>`) coloured as the parser sees them."""
+    classes = classes or {}
+    layers: list[tuple[int, int, str]] = []
+    for m in special_token_pattern(special_tokens).finditer(prompt):
+        if m.end() > m.start():
+            layers.append((m.start(), m.end(), "tok"))
+    if generation_start is not None and generation_start < len(prompt):
+        layers.append((generation_start, len(prompt), "gen"))
+    for seg in prefix_segments:
+        cls = _segment_class(seg, classes) + " from-prompt"
+        layers.append((seg.start, seg.end, cls))
+    markers: dict[int, str] = {}
+    if generation_start is not None and generation_start <= len(prompt):
+        markers[generation_start] = '<span class="mark gen-mark" title="The generation prompt starts here">generation prompt ▸</span>'
+    if anchor_end is not None:
+        markers[anchor_end] = markers.get(anchor_end, "") + (
+            '<span class="mark anchor-mark" title="start_anchor: the response template starts parsing here">▾ parsing starts</span>'
+        )
+    body = _layered(prompt, layers, markers, show_whitespace)
+    return f'<div class="prompt-text{" show-ws" if show_whitespace else ""}">{body}</div>'
+
+
+def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, str], show_ws: bool) -> str:
+    """Escaped `text` where each piece carries the classes of every layer covering it."""
+    points = {0, len(text), *markers}
+    for start, end, _ in layers:
+        points.update((start, end))
+    cuts = sorted(p for p in points if 0 <= p <= len(text))
+    out = []
+    for a, b in zip(cuts, cuts[1:] + [None]):
+        if a in markers:
+            out.append(markers[a])
+        if b is None or b <= a:
+            continue
+        piece = text[a:b]
+        active = [cls for start, end, cls in layers if start <= a and b <= end]
+        rendered = visible_ws(piece) if show_ws else (newline_marks(piece) if "tok" in active else esc(piece))
+        out.append(f'<span class="{" ".join(active)}">{rendered}</span>' if active else rendered)
+    return "".join(out)
+
+
+# ----- the streaming output --------------------------------------------------------------------
+
+
+def _segment_class(seg: Segment, classes: dict[str, str]) -> str:
+    colour = classes.get(seg.field or "", "")
+    if seg.kind == "body":
+        return f"seg body {colour}"
+    if seg.kind in ("open", "close"):
+        return f"seg delim {seg.kind} {colour}"
+    if seg.kind == "discarded":
+        return "seg discarded"
+    return f"seg pending {colour}"
+
+
+def segment_html(text: str, seg: Segment, classes: dict[str, str], title: str | None = None) -> str:
+    """One piece of output text in its segment's style (`text` is the piece, not the whole output)."""
+    cls = _segment_class(seg, classes)
+    inner = newline_marks(text) if seg.kind in ("open", "close") else esc(text)
+    if seg.kind == "body" and title is None:
+        # Body text streams in many small pieces: no tooltip on each (the legend names the colours).
+        return f'<span class="{cls}">{inner}</span>'
+    name = seg.field or ("no region" if seg.kind == "discarded" else "")
+    tip = title or (f"{seg.kind}: {name}" if name else seg.kind)
+    return f'<span class="{cls}" title="{esc(tip)}">{inner}</span>'
+
+
+def prefix_html(prompt: str, prefix_segments: Sequence[Segment], classes: dict[str, str]) -> str:
+    """The part of the prompt the parser read (a prefilled `<think>`), shown before the output."""
+    pieces = [
+        segment_html(prompt[s.start : s.end], s, classes, f"from the prompt: {s.kind} {s.field or ''}")
+        for s in prefix_segments
+        if s.end > s.start
+    ]
+    if not pieces:
+        return ""
+    return '<span class="from-prompt" title="Opened by the prompt, before the model wrote anything">' + "".join(pieces) + "</span>"
+
+
+def output_html(
+    text: str,
+    segments: Sequence[Segment],
+    classes: dict[str, str],
+    errors: Sequence[Diagnostic] = (),
+    prefix: str = "",
+) -> str:
+    """The whole output at once (step-through and runs that ended in an error): every segment in
+    its style, and each error shown on the span where it happened."""
+    out = [prefix]
+    pinned = [d for d in errors if d.span is not None]
+    badges_left = list(pinned)
+    for index, seg in enumerate(segments):
+        if seg.end <= seg.start:
+            continue
+        hit = [d for d in pinned if _overlaps(d.span, seg)]  # type: ignore[arg-type]
+        piece = segment_html(text[seg.start : seg.end], seg, classes)
+        if hit:
+            piece = f'<span class="error-span" title="{esc(hit[0].message)}">{piece}</span>'
+        out.append(piece)
+        # The badge goes right after the last segment of the region that failed.
+        later = segments[index + 1 :]
+        for d in [d for d in hit if d in badges_left and not any(_overlaps(d.span, s) for s in later)]:  # type: ignore[arg-type]
+            out.append(_badge(d))
+            badges_left.remove(d)
+    out += [_badge(d) for d in badges_left]
+    return "".join(out)
+
+
+def _overlaps(span: tuple[int, int], seg: Segment) -> bool:
+    start, end = span
+    return start < seg.end and seg.start < max(end, start + 1) and seg.end > seg.start
+
+
+def _badge(d: Diagnostic) -> str:
+    first = d.message.splitlines()[0] if d.message else ""
+    return f'<span class="error-badge" title="{esc(d.message)}">⚠ {esc(shorten(first, 110))}</span>'
+
+
+def shorten(text: str, limit: int = 160) -> str:
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + " … " + text[-half:]
+
+
+def value_text(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def message_json(message: dict | None) -> str:
+    return json.dumps(message, indent=2, ensure_ascii=False) if message is not None else ""

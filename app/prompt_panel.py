@@ -1,0 +1,35 @@
+"""The prompt panel: the rendered prompt with special tokens boxed, whitespace made visible on a
+toggle (·, →, ↵), the generation prompt and the `start_anchor` position marked, and the regions the
+prompt already opened (a prefilled `<think>`) coloured as the parser sees them. The HTML comes from
+`workbench.build_prompt_view`; this module declares the components."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import gradio as gr
+
+PROMPT_LEGEND = (
+    '<div class="legend prompt-legend"><span class="chip tok">special token</span>'
+    '<span class="chip gen">generation prompt</span><span class="chip anchor">▾ parsing starts (after start_anchor)</span>'
+    '<span class="chip from-prompt">region the prompt opened</span></div>'
+)
+
+
+@dataclass
+class PromptPanel:
+    view: gr.HTML
+    info: gr.HTML
+    show_whitespace: gr.Checkbox
+
+
+def build_prompt_panel() -> PromptPanel:
+    with gr.Group(elem_classes=["panel"]):
+        with gr.Row(equal_height=True, elem_classes=["panel-head"]):
+            gr.HTML('<div class="panel-title">Prompt <span class="sub">exactly what the model reads</span></div>')
+            show_whitespace = gr.Checkbox(label="Show whitespace (· → ↵)", value=False, elem_id="show-whitespace",
+                                          container=False, scale=0, min_width=220)  # fmt: skip
+        gr.HTML(PROMPT_LEGEND)
+        view = gr.HTML(elem_id="prompt-view", max_height=520)
+        info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
+    return PromptPanel(view, info, show_whitespace)

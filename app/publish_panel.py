@@ -1,0 +1,174 @@
+"""The Publish tab: review the diff of the files `save_pretrained` would write for the edited
+templates against a Hub model repo, open a pull request (one commit, `create_pr=True`), or download
+the same files as a zip. All Hub work is `engine.hub`'s; this module only formats.
+
+Auth: on a Space, "Sign in with Hugging Face" (OAuth; the Space's README declares the write scope);
+locally, a pasted token or the one `huggingface_hub` finds (HF_TOKEN, `hf auth login`). A token is
+never stored in the session, put in a share link, or shown back."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from .case_panel import CaseForm
+from .highlight import diagnostics_html, esc
+from .state import Session
+from .workbench import sync
+
+NOTE = (
+    "Publish the edited templates as a **pull request** on the model repo: the files are exactly what "
+    "transformers' `save_pretrained` writes (`chat_template.jinja`, and `tokenizer_config.json` with "
+    "`response_template` set and every other key kept). Review the diff first; nothing is sent until you "
+    "press *Open pull request*. Or download the same files as a zip."
+)
+ON_SPACE = bool(os.environ.get("SPACE_ID"))
+
+
+def chat_template_to_publish(session: Session) -> str | dict[str, str]:
+    workspace = session.workspace
+    if not workspace.other_templates:
+        return workspace.chat_template
+    return {"default": workspace.chat_template, **workspace.other_templates}
+
+
+def _token(pasted: str | None, oauth: Any) -> str | None:
+    """The token to use: pasted, else the visitor's sign-in, else (locally only) the local login."""
+    if pasted and pasted.strip():
+        return pasted.strip()
+    if oauth is not None and getattr(oauth, "token", None):
+        return oauth.token
+    if not ON_SPACE:
+        from engine.hub import local_token
+
+        return local_token()
+    return None
+
+
+def diff_html(diff: str) -> str:
+    """A unified diff, coloured (escaped: template text is untrusted)."""
+    if not diff:
+        return '<div class="diff-empty">No changes.</div>'
+    rows = []
+    for line in diff.splitlines():
+        cls = "add" if line.startswith("+") and not line.startswith("+++") else "del" if line.startswith("-") and not line.startswith("---") else "hunk" if line.startswith("@@") else "file" if line.startswith(("---", "+++")) else ""
+        rows.append(f'<div class="{cls}">{esc(line) or " "}</div>')
+    return '<div class="diff">' + "".join(rows) + "</div>"
+
+
+def preview(session: Session, chat_template: str, response_template: str, form_case: str, repo: str, revision: str,
+            pasted_token: str, oauth: gr.OAuthToken | None, *form: Any) -> tuple:  # fmt: skip
+    """"Show the diff": (diff HTML, title, description, messages HTML, zip file)."""
+    from engine.hub import plan_publish
+
+    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    repo = (repo or "").strip()
+    if not repo:
+        return "", gr.skip(), gr.skip(), diagnostics_html([_problem("Enter the model repo id (owner/model), or a local folder to diff against.")]), None
+    plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
+                        revision=(revision or "").strip() or None, token=_token(pasted_token, oauth))  # fmt: skip
+    archive = None
+    if plan.changes and not any(d.severity == "error" for d in plan.diagnostics):
+        archive = _zip_file(plan.zip(), repo)
+    files = "".join(f'<div class="diff-file"><b>{esc(c.path)}</b> · {esc(c.status)}</div>' for c in plan.changes)
+    return (
+        files + diff_html(plan.diff()),
+        plan.title or gr.skip(),
+        plan.description or gr.skip(),
+        diagnostics_html(plan.diagnostics, "Ready: review the diff, then open the pull request."),
+        archive,
+    )
+
+
+def open_pull_request(session: Session, chat_template: str, response_template: str, form_case: str, repo: str, revision: str,
+                      title: str, description: str, pasted_token: str, oauth: gr.OAuthToken | None, *form: Any) -> str:  # fmt: skip
+    """"Open pull request": the PR link, or why nothing was published."""
+    from engine.diagnostics import Diagnostic
+    from engine.hub import plan_publish, publish
+
+    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    repo = (repo or "").strip()
+    if not repo:
+        return diagnostics_html([_problem("Enter the model repo id (owner/model).")])
+    token = _token(pasted_token, oauth)
+    plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
+                        revision=(revision or "").strip() or None, token=token)  # fmt: skip
+    result = publish(plan, token=token, title=title or None, description=description if description else None)
+    if isinstance(result, Diagnostic):
+        return diagnostics_html([result])
+    return f'<div class="pr-link">Pull request opened: <a href="{esc(result)}" target="_blank" rel="noopener">{esc(result)}</a></div>'
+
+
+def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, *form: Any) -> str | None:
+    """The zip without a repo to diff against: the files as `save_pretrained` writes them from scratch."""
+    from engine.hub import build_files, zip_files
+
+    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    built = build_files({}, chat_template_to_publish(session), session.workspace.response_template)
+    if any(d.severity == "error" for d in built.diagnostics):
+        return None
+    return _zip_file(zip_files(built.files), "templates")
+
+
+def _zip_file(data: bytes, name: str) -> str:
+    folder = Path(tempfile.mkdtemp(prefix="playground-zip-"))
+    path = folder / (name.replace("/", "--").strip(".") + "-templates.zip")
+    path.write_bytes(data)
+    return str(path)
+
+
+def _problem(message: str):
+    from engine.diagnostics import Diagnostic
+
+    return Diagnostic("error", message, "hub")
+
+
+@dataclass
+class PublishTab:
+    repo: gr.Textbox
+    revision: gr.Textbox
+    title: gr.Textbox
+    description: gr.Textbox
+    token: gr.Textbox
+    preview: gr.Button
+    open_pr: gr.Button
+    download: gr.Button
+    messages: gr.HTML
+    diff: gr.HTML
+    zip_file: gr.File
+
+
+def build_publish_tab() -> PublishTab:
+    gr.Markdown(NOTE, elem_id="publish-note")
+    with gr.Row():
+        repo = gr.Textbox(label="Model repo id", placeholder="owner/model", scale=3, elem_id="publish-repo")
+        revision = gr.Textbox(label="Base revision (branch)", placeholder="main", scale=1, elem_id="publish-revision")
+    with gr.Row():
+        if ON_SPACE:
+            gr.LoginButton(scale=1)
+        token = gr.Textbox(label="Hugging Face token with write access (optional locally: HF_TOKEN or `hf auth login` is used)",
+                           type="password", scale=3, elem_id="publish-token", visible=not ON_SPACE)  # fmt: skip
+    title = gr.Textbox(label="Pull request title", elem_id="publish-title")
+    description = gr.Textbox(label="Description", lines=4, elem_id="publish-description")
+    with gr.Row():
+        preview_button = gr.Button("Show the diff", elem_id="publish-preview")
+        open_pr = gr.Button("Open pull request", variant="primary", elem_id="publish-open")
+        download = gr.Button("Download zip", elem_id="publish-download")
+    messages = gr.HTML(elem_id="publish-messages")
+    diff = gr.HTML(elem_id="publish-diff")
+    zip_file = gr.File(label="Zip", interactive=False, elem_id="publish-zip")
+    return PublishTab(repo, revision, title, description, token, preview_button, open_pr, download, messages, diff, zip_file)
+
+
+def wire_publish_tab(tab: PublishTab, session: Any, editors: Any, case: Any) -> None:
+    base = [session, editors.chat, editors.response, case.form_case]
+    tab.preview.click(preview, [*base, tab.repo, tab.revision, tab.token, *case.form],
+                      [tab.diff, tab.title, tab.description, tab.messages, tab.zip_file], concurrency_limit=4)  # fmt: skip
+    tab.open_pr.click(open_pull_request, [*base, tab.repo, tab.revision, tab.title, tab.description, tab.token, *case.form],
+                      tab.messages, concurrency_limit=4)  # fmt: skip
+    tab.download.click(download_zip, [*base, *case.form], tab.zip_file)

@@ -1,0 +1,182 @@
+"""The run panel: pick where output comes from (a recording, a simulation, a local model, a remote
+server), run it, and watch it stream region by region: the raw output with each region in its
+field's colour, the parser's events, the message as regions close, tokens/s and time to first
+region. The streaming itself is `run_stream.stream_run`; this module declares the components and
+the callbacks the page binds to them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import gradio as gr
+
+from engine.diagnostics import Diagnostic
+
+from .case_panel import FORM_SIZE, CaseForm
+from .highlight import diagnostics_html
+from .live_views import stream_value
+from .run_stream import RunUpdate, read_settings, stream_run
+from .state import PASTED, Session, Workspace
+from .widgets import incremental_html
+from .workbench import sync
+
+RUNNER_CHOICES = [("Recorded", "recorded"), ("Simulated", "simulated"), ("Local model", "local"), ("Remote server", "remote")]
+SIMULATED_NOTE = (
+    "**Simulated:** no model runs. The playground builds a plausible reply for this case, renders it "
+    "into history with *your* chat template, and streams the text after the prompt: it shows what the "
+    "template itself would produce, so parsing it back tests that the two templates agree."
+)
+
+
+def recording_choices(workspace: Workspace) -> list[tuple[str, str]]:
+    choices = [(f"{r.name}  ·  {r.case}", r.name) for r in workspace.recordings]
+    return choices + [("Paste an output…", PASTED)]
+
+
+def run_callback(session: Session, chat_template: str, response_template: str, form_case: str, runner: str, recording: str,
+                 pasted: str, tokens_per_second: float, model: str, max_new_tokens: float, temperature: float, top_p: float,
+                 seed: float, remote_url: str, remote_model: str, api_key: str, *form: Any) -> Iterator[tuple]:  # fmt: skip
+    """The Run button: sync the editors, then stream (tuples in `RunPanel.outputs` order)."""
+    if len(form) != FORM_SIZE:
+        raise ValueError(f"run expects {FORM_SIZE} case form values")
+    problems = sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    if problems:
+        yield RunUpdate(diagnostics=diagnostics_html([Diagnostic("error", "The case has errors; fix them to run.", "case"), *problems])).outputs()
+        return
+    settings = read_settings(runner, recording, pasted, tokens_per_second, model, max_new_tokens, temperature, top_p, seed, remote_url, remote_model)
+    for update in stream_run(session, settings, api_key):
+        yield update.outputs()
+
+
+def request_stop(session: Session) -> str:
+    """The Stop button: signal the running runner (it ends within a second; the run then finishes
+    with what it has, so step-through still works on the partial output)."""
+    if session.stop is not None:
+        session.stop.set()
+        return "Stopping…"
+    return ""
+
+
+def runner_visibility(runner: str) -> tuple:
+    """Show the options of the chosen runner: (recorded, simulated, local, remote, sampling)."""
+    return (
+        gr.update(visible=runner == "recorded"),
+        gr.update(visible=runner == "simulated"),
+        gr.update(visible=runner == "local"),
+        gr.update(visible=runner == "remote"),
+        gr.update(visible=runner in ("local", "remote")),
+        gr.update(visible=runner in ("recorded", "simulated")),
+    )
+
+
+def pasted_visibility(recording: str) -> Any:
+    return gr.update(visible=recording == PASTED)
+
+
+# ----- the panel ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RunPanel:
+    runner: gr.Radio
+    recorded_box: gr.Column
+    simulated_box: gr.Column
+    local_box: gr.Column
+    remote_box: gr.Column
+    sampling_box: gr.Column
+    pace_box: gr.Column
+    recording: gr.Dropdown
+    pasted: gr.Textbox
+    tokens_per_second: gr.Slider
+    model: gr.Textbox
+    max_new_tokens: gr.Number
+    temperature: gr.Slider
+    top_p: gr.Slider
+    seed: gr.Number
+    remote_url: gr.Textbox
+    remote_model: gr.Textbox
+    api_key: gr.Textbox
+    run: gr.Button
+    stop: gr.Button
+    legend: gr.HTML
+    stream: gr.HTML
+    stats: gr.HTML
+    diagnostics: gr.HTML
+    message: gr.Code
+    events: gr.HTML
+    step: gr.Slider
+
+    @property
+    def settings(self) -> list:
+        """Setting components in `run_callback` order (after the editors, before the API key)."""
+        return [self.runner, self.recording, self.pasted, self.tokens_per_second, self.model, self.max_new_tokens,
+                self.temperature, self.top_p, self.seed, self.remote_url, self.remote_model]  # fmt: skip
+
+    @property
+    def outputs(self) -> list:
+        return [self.stream, self.legend, self.stats, self.diagnostics, self.message, self.events, self.step, self.run, self.stop]
+
+
+def settings_updates(workspace: Workspace) -> list:
+    """Values for `RunPanel.settings` from a workspace."""
+    s = workspace.run
+    recordings = recording_choices(workspace)
+    names = [value for _, value in recordings]
+    recording = s.recording if s.recording in names else names[0]
+    return [
+        s.runner, gr.update(choices=recordings, value=recording), s.pasted, s.tokens_per_second, s.model,
+        s.max_new_tokens, s.temperature, s.top_p, s.seed, s.remote_url, s.remote_model,
+    ]  # fmt: skip
+
+
+def build_run_panel() -> RunPanel:
+    """Settings on the left, the output (stream, message, events) on the right."""
+    with gr.Row(equal_height=False, elem_id="run-row"):
+        with gr.Column(scale=1, min_width=320):
+            with gr.Group(elem_classes=["panel"]):
+                gr.HTML('<div class="panel-title">Run <span class="sub">where the output comes from</span></div>')
+                runner = gr.Radio(RUNNER_CHOICES, value="recorded", label="Runner", elem_id="runner-choice")
+                with gr.Column(visible=True) as recorded_box:
+                    recording = gr.Dropdown(label="Recording", choices=[], elem_id="recording-picker")
+                    pasted = gr.Textbox(label="Raw model output to replay", lines=4, max_lines=12, visible=False, elem_id="pasted-output")
+                with gr.Column(visible=False) as simulated_box:
+                    gr.Markdown(SIMULATED_NOTE, elem_classes=["help"])
+                with gr.Column(visible=False) as local_box:
+                    model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
+                                       info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+                with gr.Column(visible=False) as remote_box:
+                    remote_url = gr.Textbox(label="Server URL (OpenAI-compatible /v1/completions)", elem_id="remote-url")
+                    remote_model = gr.Textbox(label="Model name", elem_id="remote-model")
+                    api_key = gr.Textbox(label="API key (optional; never saved or shared)", type="password", elem_id="remote-key")
+                with gr.Column(visible=False) as sampling_box:
+                    with gr.Row():
+                        max_new_tokens = gr.Number(label="max new tokens", value=256, precision=0, minimum=1, elem_id="max-new-tokens")
+                        seed = gr.Number(label="seed", value=0, precision=0)
+                    temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature")
+                    top_p = gr.Slider(0.05, 1, value=0.9, step=0.05, label="top_p")
+                with gr.Column(visible=True) as pace_box:
+                    tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace (tokens/s; 0 = as fast as possible)", elem_id="pace")
+                with gr.Row():
+                    run = gr.Button("▶ Run", variant="primary", elem_id="run-button")
+                    stop = gr.Button("■ Stop", variant="stop", interactive=False, elem_id="stop-button")
+        with gr.Column(scale=3, min_width=480):
+            with gr.Group(elem_classes=["panel", "output-panel"]):
+                gr.HTML('<div class="panel-title">Output <span class="sub">as the parser sees it, region by region</span></div>')
+                legend = gr.HTML(elem_id="legend")
+                stats = gr.HTML(elem_id="run-stats")
+                with gr.Row(equal_height=False):
+                    with gr.Column(scale=3):
+                        stream = incremental_html("stream", stream_value("", '<span class="placeholder">Press Run to stream an output here.</span>'), elem_id="stream-view")
+                    with gr.Column(scale=2):
+                        message = gr.Code(label="Parsed message", language="json", lines=10, max_lines=30,
+                                          interactive=False, wrap_lines=True, elem_id="message-view")  # fmt: skip
+                diagnostics = gr.HTML(elem_id="run-diagnostics", elem_classes=["diag-box"])
+                with gr.Accordion("Events (the parser's own, in order)", open=True, elem_id="events-accordion"):
+                    events = incremental_html("events", elem_id="events-view")
+    step = gr.Slider(0, 1, value=0, step=1, label="Chunk (the last position is the end of the output)", visible=False,
+                     elem_id="step-slider", render=False)  # fmt: skip
+    return RunPanel(runner, recorded_box, simulated_box, local_box, remote_box, sampling_box, pace_box, recording, pasted,
+                    tokens_per_second, model, max_new_tokens, temperature, top_p, seed, remote_url, remote_model, api_key,
+                    run, stop, legend, stream, stats, diagnostics, message, events, step)  # fmt: skip

@@ -1,0 +1,48 @@
+"""Share links and browser storage.
+
+A share link is the page URL with the workspace in its fragment (`#s=<code>`, see
+`state.encode_workspace`): fragments never reach a server log, and the code holds templates, cases
+and settings, never a token. The same code is saved in the browser's localStorage after every
+edit, so a reload finds the editors as they were. Reading both happens in the page's load event
+(`BOOT_JS` hands them to `sources.restore`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .case_panel import CaseForm
+from .run_panel import read_settings
+from .state import Session, encode_workspace
+from .workbench import sync
+
+SETTINGS_SIZE = 11  # `RunPanel.settings`
+
+STORAGE_KEY = "template-playground/workspace"
+
+# Page load: what the server needs to restore (the fragment and the saved copy).
+BOOT_JS = f"""() => [JSON.stringify({{hash: window.location.hash, saved: (() => {{
+  try {{ return window.localStorage.getItem({STORAGE_KEY!r}); }} catch (e) {{ return null; }} }})()}})]"""
+
+# After restoring: drop the fragment, so a reload shows the author's later edits (kept in storage)
+# rather than the link's original state.
+CLEAR_HASH_JS = """() => { if (window.location.hash.startsWith('#s=')) {
+  history.replaceState(null, '', window.location.pathname + window.location.search); } }"""
+
+SAVE_JS = f"""(code) => {{ if (code) {{ try {{ window.localStorage.setItem({STORAGE_KEY!r}, code); }} catch (e) {{}} }} }}"""
+
+LINK_JS = """(code) => code ? window.location.origin + window.location.pathname + '#s=' + code : ''"""
+
+
+def share_code(session: Session, chat_template: str, response_template: str, form_case: str, *rest: Any) -> str:
+    """The Share button: the editors and run settings (`rest`: the settings, then the case form)
+    as a share code; the page turns it into a link."""
+    settings, form = rest[:SETTINGS_SIZE], rest[SETTINGS_SIZE:]
+    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    session.workspace.run = read_settings(*settings)
+    return encode_workspace(session.workspace)
+
+
+def save_settings(session: Session, *settings: Any) -> str:
+    """A run setting changed: keep it in the workspace; returns the code browser storage saves."""
+    session.workspace.run = read_settings(*settings)
+    return encode_workspace(session.workspace)

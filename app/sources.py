@@ -1,0 +1,169 @@
+"""Where a workspace comes from: a preset, a Hub repo (or local folder), uploaded files, a share
+link or the browser's saved copy. Each returns a workspace (or None) and what to tell the author;
+the engine does the reading (`engine.presets`, `engine.hub`)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+
+from engine.diagnostics import Diagnostic
+from engine.presets import load_preset, preset_names
+
+from .state import Workspace, decode_workspace
+
+DEFAULT_PRESET = "smollm3"
+
+
+@cache
+def preset_choices() -> list[tuple[str, str]]:
+    """(display name, preset name) for the picker; presets that fail to load are left out."""
+    choices = []
+    for name in preset_names():
+        try:
+            choices.append((load_preset(name).display_name, name))
+        except (KeyError, ValueError, OSError):
+            continue
+    return choices
+
+
+def default_preset() -> str:
+    names = [name for _, name in preset_choices()]
+    if DEFAULT_PRESET in names:
+        return DEFAULT_PRESET
+    return names[0] if names else ""
+
+
+def from_preset(name: str) -> tuple[Workspace | None, list[Diagnostic]]:
+    try:
+        return Workspace.from_preset(load_preset(name)), []
+    except (KeyError, ValueError, OSError) as e:
+        return None, [Diagnostic("error", f"The preset {name!r} cannot be loaded: {e}", "preset")]
+
+
+def _named(chat_template: str | dict[str, str]) -> tuple[str, dict[str, str], list[Diagnostic]]:
+    """The template the editor shows (a single text, or `default` of named templates) and the rest."""
+    if isinstance(chat_template, str):
+        return chat_template, {}, []
+    main = "default" if "default" in chat_template else sorted(chat_template)[0]
+    others = {k: v for k, v in chat_template.items() if k != main}
+    note = Diagnostic(
+        "info",
+        f"This model has named chat templates ({', '.join(sorted(chat_template))}); the editor shows “{main}”. "
+        "The others are kept unchanged and published with it.",
+        "hub",
+    )
+    return chat_template[main], others, [note]
+
+
+def with_templates(current: Workspace, chat_template: str | dict | None, response_template: str | None,
+                   special_tokens: dict[str, str], source: str) -> tuple[Workspace, list[Diagnostic]]:  # fmt: skip
+    """The current workspace (its cases, recordings, run settings) with new templates. Declared kwargs
+    are kept only when the new chat template still mentions them."""
+    notes: list[Diagnostic] = []
+    chat, others = current.chat_template, {}
+    if chat_template is not None:
+        chat, others, notes = _named(chat_template)
+    response = response_template if response_template is not None else current.response_template
+    if response_template is None:
+        notes.append(Diagnostic("info", f"{source} has no response template; the editor keeps the current one "
+                                "as a starting point.", "hub"))  # fmt: skip
+    specs = {k: v for k, v in current.kwarg_specs.items() if k in chat}
+    workspace = replace(
+        current,
+        preset="",
+        chat_template=chat,
+        response_template=response,
+        special_tokens=dict(special_tokens) or dict(current.special_tokens),
+        kwarg_specs=specs,
+        other_templates=others,
+    )
+    return workspace, notes
+
+
+def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | None, list[Diagnostic]]:
+    """Templates from a Hub repo id (at a revision) or a local folder, into the current workspace."""
+    repo = (repo or "").strip()
+    if not repo:
+        return None, [Diagnostic("error", "Enter a repo id (owner/model) or a local folder.", "hub")]
+    from engine.hub import load_templates
+
+    loaded = load_templates(repo, (revision or "").strip() or None)
+    if not loaded.ok:
+        return None, loaded.diagnostics
+    if loaded.chat_template is None and loaded.response_template is None:
+        return None, loaded.diagnostics or [Diagnostic("error", f"No templates found in {repo}.", "hub")]
+    workspace, notes = with_templates(current, loaded.chat_template, loaded.response_template, loaded.special_tokens, repo)
+    workspace.source_repo = repo if loaded.is_repo else ""
+    workspace.source_revision = (revision or "").strip()
+    return workspace, loaded.diagnostics + notes
+
+
+def from_files(current: Workspace, paths: list[str]) -> tuple[Workspace | None, list[Diagnostic]]:
+    """Uploaded files: `chat_template.jinja` (or any .jinja), `tokenizer_config.json`, and a bare
+    response template JSON (`response_template.json`), read with the Hub loader's precedence."""
+    from engine.hub import read_templates
+
+    if not paths:
+        return None, [Diagnostic("error", "No files uploaded.", "hub")]
+    files: dict[str, bytes] = {}
+    templates: list[tuple[str, bytes]] = []
+    response_text: str | None = None
+    problems: list[Diagnostic] = []
+    for path in paths:
+        name = Path(path).name
+        data = Path(path).read_bytes()
+        if name.endswith(".jinja"):
+            templates.append((name, data))
+        elif name in ("tokenizer_config.json", "special_tokens_map.json", "chat_template.json"):
+            files[name] = data
+        elif name.endswith(".json"):
+            try:
+                text = data.decode("utf-8")
+                spec = json.loads(text)
+            except (UnicodeDecodeError, json.JSONDecodeError) as e:
+                problems.append(Diagnostic("error", f"{name} is not valid JSON: {e}", "hub"))
+                continue
+            if isinstance(spec, dict) and "fields" in spec:
+                response_text = text
+            elif isinstance(spec, dict):
+                files["tokenizer_config.json"] = data
+        else:
+            problems.append(Diagnostic("warning", f"{name}: expected chat_template.jinja, tokenizer_config.json or "
+                                       "a response template .json; ignored.", "hub"))  # fmt: skip
+    # chat_template.jinja is the main template; with no file of that name, a single .jinja is.
+    main = next((t for t in templates if t[0] == "chat_template.jinja"), templates[0] if len(templates) == 1 else None)
+    for name, data in templates:
+        key = "chat_template.jinja" if (name, data) == main else f"additional_chat_templates/{name}"
+        files[key] = data
+    found = read_templates(files) if files else None
+    chat = found.chat_template if found else None
+    response = response_text if response_text is not None else (found.response_template if found else None)
+    if chat is None and response is None:
+        return None, problems + (found.diagnostics if found else []) + [Diagnostic("error", "No template found in the uploaded files.", "hub")]
+    diagnostics = problems + [d for d in (found.diagnostics if found else []) if not (chat is None and "No chat template" in d.message)]
+    workspace, notes = with_templates(current, chat, response, found.special_tokens if found else {}, "The uploaded files")
+    return workspace, diagnostics + notes
+
+
+def restore(boot: str) -> tuple[Workspace | None, str]:
+    """On page load: the share link's state (URL fragment `#s=…`), else the browser's saved copy,
+    else None (the default preset). Returns what to tell the author."""
+    try:
+        data = json.loads(boot or "{}")
+    except json.JSONDecodeError:
+        data = {}
+    fragment = str(data.get("hash") or "")
+    if fragment.startswith("#s="):
+        workspace, problem = decode_workspace(fragment[3:])
+        if workspace is not None:
+            return workspace, "Opened from a share link."
+        return None, f"⚠ {problem.message}" if problem else ""
+    saved = data.get("saved")
+    if isinstance(saved, str) and saved:
+        workspace, _ = decode_workspace(saved)
+        if workspace is not None:
+            return workspace, "Restored your last session from this browser."
+    return None, ""

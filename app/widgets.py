@@ -1,0 +1,78 @@
+"""Small Gradio building blocks the panels share: an exact-text code editor and a streaming HTML view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gradio as gr
+
+
+def keep_exact_text(value: str | None) -> str | None:
+    """What the editors send to the page: the text exactly as set (see `exact_code`)."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError("a code editor's value must be text")
+    return value
+
+
+def exact_code(**kwargs: Any) -> gr.Code:
+    """A `gr.Code` editor that keeps its text exactly. Gradio's Code strips leading and trailing
+    whitespace from values the app sets (its `postprocess`), and templates care about every byte: a
+    chat template's final newline is part of the file an author publishes. The browser side keeps
+    whitespace as typed, so replacing this one step is enough; tests/test_app_editors.py and the
+    browser tests (a preset load and a share link keep a final newline) check it.
+
+    The override is set on the instance rather than in a subclass because Gradio writes a `.pyi`
+    stub next to any module that defines a component subclass."""
+    editor = gr.Code(**kwargs)
+    editor.postprocess = keep_exact_text  # type: ignore[method-assign]
+    return editor
+
+
+# The stream and events views: the server sends {"run", "pages", "tail"}. Pages only grow (the
+# last one, or by a new page) during a run, and Gradio sends them as diffs, so the script appends
+# just the new HTML to the page and replaces the short tail, instead of re-parsing the whole
+# output's HTML on every update. A new run id (or shrinking pages) starts over.
+_INCREMENTAL_JS = """
+const stable = element.querySelector('.inc-stable');
+const tail = element.querySelector('.inc-tail');
+const box = element.querySelector('.inc-scroll');
+let run = null, done = [];
+function apply() {
+  const v = props.value || {};
+  const pages = v.pages || [];
+  let restart = v.run !== run || pages.length < done.length;
+  for (let i = 0; !restart && i < done.length; i++) { if ((pages[i] || '').length < done[i]) restart = true; }
+  if (restart) { stable.innerHTML = ''; done = []; run = v.run; }
+  const follow = box && box.scrollHeight - box.scrollTop - box.clientHeight < 40;
+  for (let i = 0; i < pages.length; i++) {
+    const have = done[i] || 0;
+    if (pages[i].length > have) { stable.insertAdjacentHTML('beforeend', pages[i].slice(have)); done[i] = pages[i].length; }
+  }
+  tail.innerHTML = v.tail || '';
+  if (box && follow) box.scrollTop = box.scrollHeight;
+  element.dataset.run = String(v.run || '');
+  element.dataset.count = String(v.count || 0);
+}
+apply();
+watch('value', apply);
+"""
+
+
+def incremental_html(kind: str, value: dict | None = None, **kwargs: Any) -> gr.HTML:
+    """A view fed with {"run", "pages", "tail"} values: `kind` "stream" (a pre-wrapped text
+    block) or "events" (a table body)."""
+    if kind == "events":
+        template = (
+            '<div class="inc-scroll events-scroll"><table class="events"><thead><tr><th>event</th>'
+            "<th>field</th><th>text or value</th><th>dirty</th></tr></thead>"
+            '<tbody class="inc-stable"></tbody><tbody class="inc-tail"></tbody></table></div>'
+        )
+    else:
+        template = '<div class="inc-scroll stream-scroll"><div class="stream-text"><span class="inc-stable"></span><span class="inc-tail"></span></div></div>'
+    return gr.HTML(
+        value=value or {"run": "", "pages": [], "tail": ""},
+        html_template=template,
+        js_on_load=_INCREMENTAL_JS,
+        apply_default_css=False,
+        **kwargs,
+    )

@@ -1,0 +1,84 @@
+"""The prompt panel: special tokens, visible whitespace, the generation prompt and start_anchor
+markers, prefilled regions, escaping, token counts."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from app.highlight import prompt_html
+from app.workbench import build_prompt_view
+from engine.trace import Segment
+from tests.test_app_support import refresh_with, session
+
+
+def text_of(fragment: str) -> str:
+    """The visible text of an HTML fragment, without the inline markers."""
+    fragment = re.sub(r'<span class="mark[^"]*"[^>]*>.*?</span>', "", fragment)
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def test_prompt_marks_tokens_generation_prompt_and_anchor():
+    sess = session()
+    view = build_prompt_view(sess, show_whitespace=False)
+    prompt = "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n"
+    assert view.prompt == prompt
+    assert text_of(view.html) == prompt  # highlighting never changes the text
+    assert '<span class="tok">&lt;|im_start|&gt;</span>' in view.html
+    # The generation prompt is tinted and starts where the prompt without it ends.
+    assert re.search(r'generation prompt ▸</span><span class="tok gen">&lt;\|im_start\|&gt;</span>', view.html)
+    # Parsing starts after the start anchor: the marker sits at the end of the prompt.
+    assert view.html.removesuffix("</div>").endswith("▾ parsing starts</span>")
+    assert "generation prompt: 22 characters" in view.info
+
+
+def test_show_whitespace_draws_markers_without_changing_the_text():
+    sess = session()
+    plain = build_prompt_view(sess, show_whitespace=False).html
+    shown = build_prompt_view(sess, show_whitespace=True).html
+    assert "↵" in shown and "show-ws" in shown and "↵" not in text_of(plain).replace("↵", "")
+    markers = re.sub(r'<span class="ws">[·→↵]</span>', "", shown)
+    assert text_of(markers) == text_of(plain)
+
+
+def test_prefilled_think_is_shown_as_the_parser_sees_it():
+    sess = session(case_name="thinking")
+    view = build_prompt_view(sess, show_whitespace=False)
+    assert view.prompt.endswith("<|im_start|>assistant\n<think>\n")
+    assert "from-prompt" in view.html and "seg delim open f1" in view.html
+    assert "the prompt opens reasoning_content" in view.info
+
+
+def test_missing_start_anchor_is_a_response_template_warning():
+    sess = session()
+    sess.workspace.response_template = sess.workspace.response_template.replace("<|im_start|>assistant\\n", "<|assistant|>")
+    view = build_prompt_view(sess, show_whitespace=False)
+    assert any("start anchor does not occur" in d.message for d in view.response_diagnostics)
+    assert "parsing starts" not in view.html
+
+
+def test_message_text_is_escaped():
+    sess = session()
+    _, _, _, prompt, *_ = refresh_with(sess, messages='[{"role": "user", "content": "<script>alert(1)</script> & <b>"}]')
+    assert "<script>" not in prompt and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;" in prompt
+
+
+def test_overlapping_layers_keep_every_class():
+    out = prompt_html("ab<|x|>cd", special_tokens=[], generation_start=2, anchor_end=7,
+                      prefix_segments=[Segment(7, 9, "body", "content")], classes={"content": "f0"})  # fmt: skip
+    assert '<span class="tok gen">&lt;|x|&gt;</span>' in out
+    assert '<span class="gen seg body f0 from-prompt">cd</span>' in out
+
+
+def test_token_count_uses_the_loaded_tokenizer(monkeypatch):
+    import engine.runners
+
+    class Words:
+        def __call__(self, text, add_special_tokens=False):
+            return {"input_ids": text.split()}
+
+    monkeypatch.setattr(engine.runners, "loaded_tokenizer", lambda: Words())
+    view = build_prompt_view(session(), show_whitespace=False)
+    assert "3 tokens" in view.info  # "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n" splits in 3
+    monkeypatch.setattr(engine.runners, "loaded_tokenizer", lambda: None)
+    assert "token count: load a local model" in build_prompt_view(session(), show_whitespace=False).info

@@ -1,0 +1,86 @@
+"""The Publish tab against a local stand-in for the Hub (tests/fake_hub.py): the diff, the pull
+request, the zip, and failures as messages; the token never shows."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+
+import pytest
+from huggingface_hub import constants
+
+from app.publish_panel import diff_html, download_zip, open_pull_request, preview
+from tests.fake_hub import FakeHub
+from tests.test_app_support import CHATML, RESPONSE, form_values, session
+
+TOKEN = "hf_app_publish_secret_token_0123"
+REPO = "author/tiny-chat"
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_credentials(monkeypatch, tmp_path):
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-here"))
+
+
+@pytest.fixture
+def hub(monkeypatch):
+    with FakeHub() as server:
+        server.add_token(TOKEN)
+        server.add_repo(REPO, {
+            "tokenizer_config.json": json.dumps({"eos_token": "<|im_end|>", "chat_template": "old {{ x }}"}, indent=2).encode(),
+            "config.json": b"{}",
+        })  # fmt: skip
+        monkeypatch.setenv("HF_ENDPOINT", server.url)
+        yield server
+
+
+def args(sess):
+    ws = sess.workspace
+    return sess, ws.chat_template, ws.response_template, ws.case_name
+
+
+def test_preview_shows_the_diff_title_and_a_zip(hub):
+    sess = session()
+    diff, title, description, messages, archive = preview(*args(sess), REPO, "", "", None, *form_values(sess))
+    assert "chat_template.jinja" in diff and "tokenizer_config.json" in diff
+    assert '<div class="add">+' in diff and "&lt;|im_start|&gt;" in diff  # escaped template text
+    assert isinstance(title, str) and title and "Ready" in messages
+    with zipfile.ZipFile(archive) as z:
+        assert z.read("chat_template.jinja").decode() == CHATML
+        assert json.loads(z.read("tokenizer_config.json"))["response_template"] == json.loads(RESPONSE)
+
+
+def test_open_pull_request_with_a_pasted_token(hub):
+    sess = session()
+    out = open_pull_request(*args(sess), REPO, "", "Update templates", "From the playground", TOKEN, None, *form_values(sess))
+    assert "Pull request opened" in out and f"/{REPO}/discussions/1" in out
+    assert "refs/pr/1" in hub.repos[REPO].refs
+    assert hub.files_at(REPO, "refs/pr/1")["chat_template.jinja"].decode() == CHATML
+    assert hub.files_at(REPO, "main")["config.json"] == b"{}"  # main untouched
+    assert TOKEN not in out
+    assert TOKEN not in json.dumps(sess.workspace.to_dict())
+
+
+def test_publishing_without_a_token_or_to_a_missing_repo_is_a_message(hub):
+    sess = session()
+    out = open_pull_request(*args(sess), REPO, "", "t", "d", "", None, *form_values(sess))
+    assert 'class="diag error"' in out and "signed in" in out
+    out = open_pull_request(*args(sess), "author/nope", "", "t", "d", TOKEN, None, *form_values(sess))
+    assert 'class="diag error"' in out and TOKEN not in out
+    _, _, _, messages, archive = preview(*args(sess), "", "", "", None, *form_values(sess))
+    assert "Enter the model repo id" in messages and archive is None
+
+
+def test_download_zip_without_a_repo():
+    sess = session()
+    path = download_zip(*args(sess), *form_values(sess))
+    with zipfile.ZipFile(path) as z:
+        assert sorted(z.namelist()) == ["chat_template.jinja", "tokenizer_config.json"]
+
+
+def test_diff_html_classes():
+    out = diff_html("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+<new>\n")
+    assert '<div class="del">-old</div>' in out and '<div class="add">+&lt;new&gt;</div>' in out
+    assert diff_html("") == '<div class="diff-empty">No changes.</div>'

@@ -1,0 +1,132 @@
+"""The top bar: presets, Load from Hub (a local folder here: nothing can reach the Hub), Load files,
+page load; and the page itself (every panel filled from one workspace, one state per session)."""
+
+from __future__ import annotations
+
+import json
+
+import gradio as gr
+import pytest
+
+from app import page
+from app.run_stream import stream_run
+from app.sources import from_files, from_hub, from_preset, preset_choices
+from app.state import PASTED, RunSettings, Session
+from app.workbench import build_prompt_view
+from engine.presets import load_preset, preset_names
+from tests.test_app_support import CHATML, RESPONSE, form_values, session
+
+
+def test_preset_picker_lists_every_preset_with_blank_last():
+    names = [name for _, name in preset_choices()]
+    assert names == preset_names() and "blank" in names
+    assert dict((n, d) for d, n in preset_choices())["blank"] == "Blank (ChatML starter)"
+
+
+@pytest.mark.parametrize("name", preset_names())
+def test_every_preset_fills_the_page_renders_and_replays_its_recordings(name):
+    sess = Session.empty()
+    values = page.pick_preset(sess, name)
+    assert len(values) == page._FILL_SIZE
+    preset = load_preset(name)
+    assert values[1] == preset.chat_template and values[2] == preset.response_template  # exact, unstripped
+    for case in preset.cases:
+        sess.workspace.case_name = case.name
+        view = build_prompt_view(sess, show_whitespace=False)
+        assert view.prompt is not None, (case.name, view.chat_diagnostics, view.case_diagnostics)
+    for recording in preset.recordings:
+        if sess.workspace.find_case(recording.case) is None:
+            continue
+        sess.workspace.case_name = recording.case
+        final = list(stream_run(sess, RunSettings(recording=recording.name, tokens_per_second=0), interval=0))[-1]
+        if recording.expected is not None:
+            assert json.loads(final.message) == recording.expected, recording.name
+
+
+def test_blank_preset_is_a_minimal_chatml_starter():
+    blank = load_preset("blank")
+    assert blank.chat_template.endswith("\n") and len(blank.cases) == 1 and len(blank.recordings) == 1
+    assert json.loads(blank.response_template)["fields"].keys() == {"content"}
+
+
+def test_a_broken_preset_name_is_a_message():
+    workspace, problems = from_preset("no-such-preset")
+    assert workspace is None and "cannot be loaded" in problems[0].message
+    values = page.pick_preset(Session.empty(), "no-such-preset")
+    assert "cannot be loaded" in values[page.STATUS_INDEX]
+    assert all(v == gr.skip() for i, v in enumerate(values) if i != page.STATUS_INDEX)
+
+
+def write(folder, name, text):
+    (folder / name).write_text(text, encoding="utf-8")
+    return str(folder / name)
+
+
+def test_load_files_reads_the_template_and_the_tokenizer_config(tmp_path):
+    current = session().workspace
+    paths = [
+        write(tmp_path, "chat_template.jinja", "{{ messages[0]['content'] }}\n"),
+        write(tmp_path, "tokenizer_config.json", json.dumps({"eos_token": "</s>", "response_template": json.loads(RESPONSE)})),
+    ]
+    workspace, notes = from_files(current, paths)
+    assert workspace.chat_template == "{{ messages[0]['content'] }}\n"
+    assert json.loads(workspace.response_template) == json.loads(RESPONSE)
+    assert workspace.special_tokens.get("eos_token") == "</s>"
+    assert [c.name for c in workspace.cases] == [c.name for c in current.cases]  # cases stay
+    assert workspace.kwarg_specs == {}  # the new template never mentions enable_thinking
+
+
+def test_load_files_accepts_a_bare_response_template_and_reports_junk(tmp_path):
+    current = session().workspace
+    workspace, notes = from_files(current, [write(tmp_path, "response_template.json", RESPONSE), write(tmp_path, "notes.txt", "hi")])
+    assert workspace.response_template == RESPONSE and workspace.chat_template == current.chat_template
+    assert any("notes.txt" in d.message for d in notes)
+    workspace, problems = from_files(current, [write(tmp_path, "broken.json", "{")])
+    assert workspace is None and any("not valid JSON" in d.message for d in problems)
+    values = page.load_files(Session.empty(), [])
+    assert "No files uploaded" in values[page.STATUS_INDEX]
+
+
+def test_load_from_a_folder_laid_out_like_a_repo(tmp_path):
+    write(tmp_path, "chat_template.jinja", CHATML)
+    write(tmp_path, "tokenizer_config.json", json.dumps({"bos_token": "<s>", "response_template": json.loads(RESPONSE)}))
+    (tmp_path / "additional_chat_templates").mkdir()
+    write(tmp_path / "additional_chat_templates", "tool_use.jinja", "tools!")
+    workspace, notes = from_hub(session().workspace, str(tmp_path), "")
+    assert workspace.chat_template == CHATML and workspace.other_templates == {"tool_use": "tools!"}
+    assert any("named chat templates" in d.message for d in notes)
+    assert workspace.source_repo == ""  # a folder cannot be published to
+
+
+def test_load_from_hub_failures_are_messages(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path))
+    values = page.load_hub(Session.empty(), "", "")
+    assert "Enter a repo id" in values[page.STATUS_INDEX]
+    values = page.load_hub(Session.empty(), "not a valid id!!", "")
+    assert 'class="diag error"' in values[page.STATUS_INDEX]
+
+
+def test_page_load_restores_or_falls_back_to_the_default_preset():
+    sess = Session.empty()
+    values = page.restore_page(sess, json.dumps({"hash": "", "saved": None}))
+    assert len(values) == page._FILL_SIZE and sess.workspace.preset == "smollm3"
+    assert values[0]["value"] == "smollm3"
+
+
+def test_pick_recording_shows_its_case():
+    sess = session()
+    sess.workspace.recordings[0].case = "thinking"
+    out = page.pick_recording(sess, "think then answer", "greeting", *form_values(sess))
+    assert out[1] == "thinking" and sess.workspace.case_name == "thinking"
+    assert out[-1]["visible"] is False
+    out = page.pick_recording(sess, PASTED, "thinking", *form_values(sess))
+    assert out[-1]["visible"] is True
+
+
+def test_the_page_builds_with_one_state_per_session():
+    blocks = page.build()
+    states = [b for b in blocks.blocks.values() if isinstance(b, gr.State)]
+    assert len(states) == 1 and callable(states[0].value)
+    first, second = states[0].value(), states[0].value()
+    assert first is not second and first.workspace is not second.workspace

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import threading
 
 from app.page import LAUNCH_OPTIONS, build
+from engine.sandbox import shared_pool
 
 
 def main() -> None:
@@ -15,6 +17,8 @@ def main() -> None:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
+    # Start the render workers while the server starts, so the first page load does not wait.
+    threading.Thread(target=shared_pool().warm, daemon=True).start()
     build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)
 
 

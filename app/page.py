@@ -235,7 +235,7 @@ def build() -> gr.Blocks:
         gr.on([c.input for c in run.settings], save_settings, [session, *run.settings], saved_code, trigger_mode="always_last", **quiet)
         run_inputs = [session, editors.chat, editors.response, case.form_case, *run.settings, run.api_key, *form]
         run.run.click(runs.run_callback, run_inputs, run.outputs, concurrency_limit=16, show_progress="hidden")
-        run.stop.click(runs.request_stop, [session], None, queue=False, show_progress="hidden")
+        run.stop.click(runs.stop_button, [session], None, queue=False, show_progress="hidden")
         run.step.change(step_view, [session, run.step], step_html, trigger_mode="always_last", **quiet)
 
         share_inputs = [session, editors.chat, editors.response, case.form_case, *run.settings, *form]

@@ -50,13 +50,19 @@ def run_callback(session: Session, chat_template: str, response_template: str, f
         yield update.outputs()
 
 
-def request_stop(session: Session) -> str:
+def request_stop(session: Session) -> bool:
     """The Stop button: signal the running runner (it ends within a second; the run then finishes
-    with what it has, so step-through still works on the partial output)."""
+    with what it has, so step-through still works on the partial output). True when a run was told
+    to stop; the run's own stats then say "stopped"."""
     if session.stop is not None:
         session.stop.set()
-        return "Stopping…"
-    return ""
+        return True
+    return False
+
+
+def stop_button(session: Session) -> None:
+    """The Stop button's event: nothing to show but the run's own final update."""
+    request_stop(session)
 
 
 def runner_visibility(runner: str) -> tuple:

@@ -60,9 +60,7 @@ class Worker:
         self._connection: Connection | None = None
 
     def _start(self) -> None:
-        # forkserver/spawn, not fork: the app runs threads, and forking a threaded process is unsafe.
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        context = multiprocessing.get_context(method)
+        context = _context()
         parent, child = context.Pipe()
         self._process = context.Process(target=_serve, args=(child, self._memory_limit), daemon=True)
         self._process.start()
@@ -88,6 +86,12 @@ class Worker:
                 raise value
             return value
 
+    def start(self) -> None:
+        """Start the worker now if it is not running (so the first call does not wait for it)."""
+        with self._lock:
+            if self._process is None or not self._process.is_alive():
+                self._start()
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.kill()
@@ -97,6 +101,17 @@ class Worker:
         self._process = self._connection = None
 
 
+def _context() -> Any:
+    """forkserver (or spawn), not fork: the app runs threads, and forking a threaded process is
+    unsafe. The fork server imports the renderer once, so a new worker (the first, or one replacing
+    a killed worker) starts in milliseconds instead of importing transformers again."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["__main__", "engine.render", "engine.checks"])
+    return context
+
+
 class Pool:
     """A few workers, so concurrent users do not wait on each other's renders."""
 
@@ -104,6 +119,11 @@ class Pool:
         self._workers = [Worker() for _ in range(size)]
         self._next = 0
         self._lock = threading.Lock()
+
+    def warm(self) -> None:
+        """Start every worker (the app calls this at launch, in the background)."""
+        for worker in self._workers:
+            worker.start()
 
     def call(self, function: Callable[..., Any], kwargs: dict, timeout: float) -> Any:
         with self._lock:

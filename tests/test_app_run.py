@@ -117,15 +117,15 @@ def test_stop_ends_a_slow_run_with_the_partial_output():
     while sess.stop is None and time.monotonic() - start < 5:
         time.sleep(0.01)
     time.sleep(0.4)
-    assert request_stop(sess) == "Stopping…"
+    assert request_stop(sess) is True
     worker.join(timeout=5)
     assert not worker.is_alive()
-    assert time.monotonic() - start < 3
+    assert time.monotonic() - start < 8  # the whole replay would take 10 s
     final = updates[-1]
     assert "stopped" in final.stats
     assert 0 < len(sess.last_run.chunks) < 400
     assert sess.stop is None
-    assert request_stop(sess) == ""  # nothing running any more
+    assert request_stop(sess) is False  # nothing running any more
 
 
 def test_a_region_that_fails_to_parse_is_marked_where_it_happened():

@@ -9,6 +9,7 @@ from typing import Any
 from app.case_panel import form_updates
 from app.state import RunSettings, Session, Workspace
 from engine.cases import Case, Recording
+from tests.trace_cases import SMOL
 
 CHATML = (
     "{%- for message in messages -%}\n"
@@ -20,24 +21,8 @@ CHATML = (
     "{%- endif -%}\n"
 )
 
-RESPONSE = json.dumps(
-    {
-        "defaults": {"role": "assistant"},
-        "start_anchor": "<|im_start|>assistant\n",
-        "fields": {
-            "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
-            "tool_calls": {
-                "open": "<tool_call>",
-                "close": "</tool_call>",
-                "repeats": True,
-                "content": "json",
-                "transform": {"type": "function", "function": "{content}"},
-            },
-            "content": {"close": "<|im_end|>", "content": "text"},
-        },
-    },
-    indent=2,
-)
+# The SmolLM-style response template the trace tests use (tests/trace_cases.py).
+RESPONSE = json.dumps(SMOL, indent=2)
 
 OUTPUT = "<think>\nThe user greets me.\n</think>\nHello there! How can I help?<|im_end|>"
 EXPECTED = {"role": "assistant", "reasoning_content": "The user greets me.", "content": "Hello there! How can I help?"}

@@ -72,7 +72,7 @@ def test_pace_in_tokens_per_second() -> None:
     chunks = list(RecordedRunner(text, tokens_per_second=40).stream(""))
     elapsed = time.monotonic() - started
     assert len(chunks) == 10
-    assert 9 / 40 - 0.02 <= elapsed < 2  # the 10th token is due 9/40 s after the first
+    assert elapsed >= 9 / 40 - 0.02  # the 10th token is due 9/40 s after the first
     assert chunks[-1].seconds >= 9 / 40 - 0.02
 
 
@@ -86,7 +86,7 @@ def test_stop_ends_a_slow_replay_at_once() -> None:
         if len(received) == 2:
             threading.Timer(0.1, stop.set).start()
     assert len(received) == 2
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 10  # far sooner than the 20 s the replay would take
 
 
 def test_empty_recording_warns_and_bad_settings_are_diagnostics() -> None:

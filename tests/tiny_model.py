@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from tests.trace_cases import SMOL
+
 # A ChatML template (tools in the system turn, `<think>` reasoning, `<tool_call>` JSON), written for
 # these tests: enough shapes to exercise every runner without depending on the presets.
 CHATML_TEMPLATE = """\
@@ -44,24 +46,8 @@ CHATML_TEMPLATE = """\
 {%- endif %}
 """
 
-CHATML_RESPONSE_TEMPLATE = json.dumps(
-    {
-        "defaults": {"role": "assistant"},
-        "start_anchor": "<|im_start|>assistant\n",
-        "fields": {
-            "reasoning_content": {"open": "<think>", "close": "</think>", "content": "text"},
-            "tool_calls": {
-                "open": "<tool_call>",
-                "close": "</tool_call>",
-                "repeats": True,
-                "content": "json",
-                "transform": {"type": "function", "function": "{content}"},
-            },
-            "content": {"close": "<|im_end|>", "content": "text"},
-        },
-    },
-    indent=2,
-)
+# The SmolLM-style response template the trace tests use (tests/trace_cases.py).
+CHATML_RESPONSE_TEMPLATE = json.dumps(SMOL, indent=2)
 
 CHATML_SPECIAL_TOKENS = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 CHATML_STOP_TOKENS = ["<|im_end|>"]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 
 from ..response_spec import load_response_spec
 from ..terminal import field_colours, legend, paint

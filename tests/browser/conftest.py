@@ -5,16 +5,13 @@ go to artifacts/screenshots/ (gitignored)."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
+from tests.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "artifacts" / "screenshots"
@@ -23,44 +20,15 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_url() -> Iterator[str]:
     port = free_port()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
     (ROOT / "artifacts").mkdir(exist_ok=True)
-    log = open(ROOT / "artifacts" / "browser-app.log", "w")  # noqa: SIM115 - closed when the app stops
-    process = subprocess.Popen([sys.executable, "app.py", "--port", str(port)], cwd=ROOT, env=env,
-                               stdout=log, stderr=subprocess.STDOUT)  # fmt: skip
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 90
-    try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"the app exited with {process.returncode}; see artifacts/browser-app.log")
-            try:
-                with urllib.request.urlopen(url, timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("the app did not start within 90 s")
-            time.sleep(0.3)
+    command = [sys.executable, "app.py", "--port", str(port)]
+    with serving(command, url, ROOT / "artifacts" / "browser-app.log", env=env, cwd=ROOT, timeout=90):
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        log.close()
 
 
 @pytest.fixture(scope="session")

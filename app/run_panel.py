@@ -15,9 +15,8 @@ import gradio as gr
 from engine.diagnostics import Diagnostic
 
 from .case_panel import FORM_SIZE, CaseForm
-from .highlight import diagnostics_html
 from .live_views import stream_value
-from .run_stream import RunUpdate, read_settings, stream_run
+from .run_stream import not_started, read_settings, stream_run
 from .state import PASTED, Session, Workspace
 from .widgets import incremental_html
 from .workbench import sync
@@ -43,7 +42,7 @@ def run_callback(session: Session, chat_template: str, response_template: str, f
         raise ValueError(f"run expects {FORM_SIZE} case form values")
     problems = sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
     if problems:
-        yield RunUpdate(diagnostics=diagnostics_html([Diagnostic("error", "The case has errors; fix them to run.", "case"), *problems])).outputs()
+        yield not_started([Diagnostic("error", "The case has errors; fix them to run.", "case"), *problems]).outputs()
         return
     settings = read_settings(runner, recording, pasted, tokens_per_second, model, max_new_tokens, temperature, top_p, seed, remote_url, remote_model)
     for update in stream_run(session, settings, api_key):

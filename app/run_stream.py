@@ -157,18 +157,18 @@ def stream_run(session: Session, workspace_settings: RunSettings, api_key: str |
     run_id = uuid.uuid4().hex[:8]
     loaded = load_response_spec(workspace.response_template)
     if not loaded.ok:
-        yield RunUpdate(diagnostics=diagnostics_html([Diagnostic("error", "The response template has errors; fix them to run (its editor shows where).", "response_template")]))
+        yield not_started([Diagnostic("error", "The response template has errors; fix them to run (its editor shows where).", "response_template")])
         return
     case = workspace.case
     rendered = render_prompt(workspace, case)
     if rendered.prompt is None:
-        yield RunUpdate(diagnostics=diagnostics_html([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics]))
+        yield not_started([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics])
         return
     prompt = rendered.prompt
     try:
         runner = make_runner(workspace, workspace_settings, api_key)
     except RunnerError as e:
-        yield RunUpdate(diagnostics=diagnostics_html([e.diagnostic]))
+        yield not_started([e.diagnostic])
         return
     trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
     classes = field_classes(trace.template.fields)
@@ -263,6 +263,11 @@ def stream_run(session: Session, workspace_settings: RunSettings, api_key: str |
         step=gr.update(visible=bool(chunks), minimum=0, maximum=len(chunks) + 1, value=len(chunks) + 1, step=1),
         running=False,
     )  # fmt: skip
+
+
+def not_started(problems: list[Diagnostic]) -> RunUpdate:
+    """A run that could not start: say why, and show the status as failed (not a blank)."""
+    return RunUpdate(diagnostics=diagnostics_html(problems), stats=_stats_html(0, 0, None, 0, 0, "failed"))
 
 
 def _expected_note(workspace: Workspace, settings: RunSettings, message: dict, stopped: bool) -> str:

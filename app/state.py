@@ -246,7 +246,13 @@ class Session:
 
     @classmethod
     def empty(cls) -> Session:
-        return cls()
+        """A new session holds the default preset: what the page shows before its load event fills
+        it in. Gradio can create a session's state separately for events that race at page start
+        (the load, and a first click or edit); every copy must then be a workspace the page agrees with."""
+        from .sources import default_preset, from_preset
+
+        workspace, _ = from_preset(default_preset())
+        return cls(workspace) if workspace is not None else cls()
 
     def __deepcopy__(self, memo: dict) -> Session:
         # Gradio copies a state's initial value per session; a stop Event cannot be copied (and

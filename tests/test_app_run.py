@@ -15,7 +15,7 @@ import pytest
 from app.live_views import PagedHtml, view_html
 from app.run_panel import request_stop, run_callback
 from app.run_stream import RunUpdate, stream_run
-from app.state import PASTED, RunSettings
+from app.state import PASTED, RunSettings, Session
 from tests.test_app_support import EXPECTED, OUTPUT, form_values, session
 
 
@@ -225,3 +225,20 @@ def test_two_sessions_run_at_once_without_seeing_each_other():
     assert json.loads(results["b"][-1].message)["content"] == "Only the second session says this."
     assert "second session" not in "".join(first.last_run.chunks)
     assert first.workspace.recordings[0].output == OUTPUT
+
+
+def test_a_fresh_session_can_run_before_the_page_load_fills_it():
+    """Gradio may hand an event that races the page load its own fresh copy of the session state:
+    that copy holds the default preset (what the page shows), so a run works instead of failing."""
+    from app.sources import default_preset
+
+    fresh = Session.empty()
+    assert fresh.workspace.preset == default_preset() and fresh.workspace.recordings
+    final = list(stream_run(fresh, RunSettings(recording=fresh.workspace.recordings[0].name, tokens_per_second=0)))[-1]
+    assert "done" in final.stats
+
+
+def test_a_run_that_cannot_start_says_failed():
+    sess = session()
+    updates = list(stream_run(sess, RunSettings(recording="no such recording", tokens_per_second=0)))
+    assert len(updates) == 1 and "failed" in updates[0].stats and "No recording named" in updates[0].diagnostics

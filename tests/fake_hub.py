@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
 
+import pytest
+from huggingface_hub import constants
+
 
 def git_oid(data: bytes) -> str:
     """The git blob id of `data` (what the Hub uses as a regular file's ETag and oid)."""
@@ -308,3 +311,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
 
     return Handler
+
+
+@pytest.fixture(autouse=True)
+def no_ambient_credentials(monkeypatch, tmp_path):
+    """Tests never see a real token or endpoint of the machine they run on."""
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-here"))

@@ -7,21 +7,14 @@ import json
 import zipfile
 
 import pytest
-from huggingface_hub import constants
 
 from app.publish_panel import diff_html, download_zip, open_pull_request, preview
-from tests.fake_hub import FakeHub
+from tests.fake_hub import FakeHub, no_ambient_credentials  # noqa: F401 - an autouse fixture
 from tests.test_app_support import CHATML, RESPONSE, form_values, session
 
 TOKEN = "hf_app_publish_secret_token_0123"
 REPO = "author/tiny-chat"
 
-
-@pytest.fixture(autouse=True)
-def no_ambient_credentials(monkeypatch, tmp_path):
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-here"))
 
 
 @pytest.fixture

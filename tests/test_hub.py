@@ -24,7 +24,7 @@ from engine import presets
 from engine.cli import main
 from engine.diagnostics import Diagnostic
 from engine.hub import build_files, config_bytes, load_folder, load_templates, plan_publish, publish, redact
-from tests.fake_hub import FakeHub
+from tests.fake_hub import FakeHub, no_ambient_credentials  # noqa: F401 - an autouse fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "hub"
@@ -34,13 +34,6 @@ RESPONSE = {"start_anchor": "<|assistant|>", "defaults": {"role": "assistant"},
             "fields": {"content": {"close": "<|end|>", "content": "text"}}}
 NEW_TEMPLATE = "{% for message in messages %}<|{{ message.role }}|>\n{{ message.content }}<|end|>\n{% endfor %}"
 
-
-@pytest.fixture(autouse=True)
-def no_ambient_credentials(monkeypatch, tmp_path):
-    """Tests never see a real token or endpoint of the machine they run on."""
-    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setattr(constants, "HF_TOKEN_PATH", str(tmp_path / "no-token-here"))
 
 
 @pytest.fixture

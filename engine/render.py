@@ -13,9 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import jinja2
-from transformers.utils.chat_template_utils import _normalize_chat_messages, render_jinja_template
+from transformers.utils.chat_template_utils import render_jinja_template
 
 from .diagnostics import Diagnostic, line_text
+from .transformers_compat import normalize_messages
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
@@ -120,7 +121,7 @@ def render(
     # kwargs overwrite special tokens when both are given, as in apply_chat_template.
     kwargs = {**(special_tokens or {}), **(template_kwargs or {})}
     try:
-        conversation = _normalize_chat_messages(messages)
+        conversation = normalize_messages(messages)
         rendered, spans = render_jinja_template(
             conversations=[conversation],
             tools=tools,

@@ -13,7 +13,7 @@ before it was dropped, or was silent closes of the implicit region); a `region_c
 delimiter at the cursor (or none, at the end of the text). Two things leave no event: text dropped
 when no region is open, and a close of the implicit region when it had no text. Both can only sit
 between the cursor and the parser's consumed position, which is the one private value we read
-(`consumed_position`), after each feed. Every step is checked against the text; a mismatch stops the
+(`transformers_compat.consumed_position`), after each feed. Every step is checked against the text; a mismatch stops the
 trace with an error instead of highlighting the wrong characters.
 """
 
@@ -28,6 +28,7 @@ from transformers.utils.chat_parsing import ResponseParser
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
 from .diagnostics import Diagnostic
+from .transformers_compat import TransformersChanged, consumed_position
 
 SegmentKind = Literal["body", "open", "close", "discarded", "pending"]
 
@@ -47,20 +48,6 @@ class Segment(NamedTuple):
 
 class TraceOutOfSync(RuntimeError):
     """The parser consumed text in a way the trace cannot account for: a bug, or a transformers change."""
-
-
-def consumed_position(parser: ResponseParser) -> int:
-    """How far into its buffer (prompt after the anchor + output) the parser has committed text;
-    everything after it is held back as a possible delimiter. transformers has no public API for
-    this, so it is the one private attribute the trace reads; tests/test_trace.py pins its meaning
-    so an upgrade that changes it fails loudly instead of mis-highlighting."""
-    position = getattr(parser, "_pos", None)
-    if not isinstance(position, int):
-        raise TraceOutOfSync(
-            "transformers' ResponseParser no longer exposes its consumed position (`_pos`); "
-            "engine.trace.consumed_position needs updating for this transformers version."
-        )
-    return position
 
 
 @dataclass
@@ -240,7 +227,7 @@ class Trace:
         try:
             self._walk(events, eos)
             self._sync(eos)
-        except TraceOutOfSync as e:
+        except (TraceOutOfSync, TransformersChanged) as e:
             self._error(f"Highlighting stopped: {e}", self._current, self._cursor, self._cursor)
         if record:
             self.events.extend(events)

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 from transformers.utils.chat_parsing import parse_response
-from transformers.utils.chat_template_utils import _get_template_variables
 
 from engine.presets import load_preset
 from engine.trace import Trace
+from engine.transformers_compat import template_variables
 from tests.preset_support import assert_recordings_cover_every_kind, chat, parse_back, prompt_for
 
 PRESET = load_preset("qwen3")
@@ -95,7 +95,7 @@ def test_string_arguments_are_written_as_given():
 
 def test_template_kwargs_are_the_ones_the_template_reads():
     assert set(PRESET.template_kwargs) == {"enable_thinking"}
-    assert set(PRESET.template_kwargs) <= _get_template_variables(PRESET.chat_template)
+    assert set(PRESET.template_kwargs) <= template_variables(PRESET.chat_template)
 
 
 # ----- recordings and round trip -------------------------------------------------------------------

@@ -7,9 +7,9 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from transformers.utils.chat_template_utils import _get_template_variables
 
 from engine.presets import load_preset
+from engine.transformers_compat import template_variables
 from tests.preset_support import (  # noqa: F401 - frozen_date is a fixture
     FrozenDate,
     assert_recordings_cover_every_kind,
@@ -119,7 +119,7 @@ def test_assistant_turns_are_marked_for_training():
 
 
 def test_template_kwargs_are_the_ones_the_template_reads():
-    assert set(PRESET.template_kwargs) <= _get_template_variables(PRESET.chat_template)
+    assert set(PRESET.template_kwargs) <= template_variables(PRESET.chat_template)
     assert {"enable_thinking", "xml_tools", "python_tools"} <= set(PRESET.template_kwargs)
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 
 import pytest
-from transformers.utils.chat_parsing import ResponseParser, parse_response
+from transformers.utils.chat_parsing import parse_response
 
-from engine.trace import Segment, Trace, consumed_position, trace_text
+from engine.trace import Segment, Trace, trace_text
 from tests.trace_cases import SCENARIOS, SMOL, CHATML_PROMPT, WEATHER_TOOLS
 
 
@@ -176,18 +176,6 @@ def test_steps_are_snapshots() -> None:
     assert [(s.kind, s.end) for s in first.segments()] == [("open", 7), ("body", 9)]
     assert first.message == {"role": "assistant"}
     assert trace.message["reasoning_content"] == "abcd"
-
-
-def test_consumed_position_private_read_is_pinned() -> None:
-    """The one private attribute the trace reads. If transformers changes what `_pos` means, this
-    fails loudly rather than letting highlighting drift."""
-    parser = ResponseParser(SMOL, prefix="")
-    parser.feed("Hello <thi")
-    assert consumed_position(parser) == len("Hello ")
-    parser.feed("nk>abc")
-    assert consumed_position(parser) == len("Hello <think>abc")
-    parser = ResponseParser(SMOL, prefix=CHATML_PROMPT + "<think>")
-    assert consumed_position(parser) == len("<think>")  # the buffer starts after the anchor
 
 
 def test_invalid_tool_call_json_is_pinned_to_its_region() -> None:

@@ -8,13 +8,8 @@ what actually happens to the prompt, not what the source looks like."""
 from __future__ import annotations
 
 from jinja2 import nodes
-from transformers.utils.chat_template_utils import (
-    _REASONING_FIELDS,
-    _alias_reasoning_fields,
-    _normalize_chat_messages,
-    _plain_template_data,
-)
 
+from ..transformers_compat import REASONING_FIELDS, plain_data, template_inputs
 from .context import CheckContext, short
 from .jinja_analysis import TokenIndex, block_tag_name, describe_node, environment, lex, normalise_newlines, parse
 from .results import CheckResult, Location
@@ -154,13 +149,14 @@ def printed_structures(ctx: CheckContext) -> list[CheckResult]:
 def _template_inputs(ctx: CheckContext, case) -> dict:
     """What transformers passes a template for this case (the same preparation as
     `render_jinja_template`: plain data, None values dropped, reasoning aliased)."""
-    messages = _alias_reasoning_fields(_plain_template_data(_normalize_chat_messages(case.messages)))
-    kwargs = _plain_template_data({**ctx.special_tokens, **case.special_tokens, **ctx.template_kwargs, **case.template_kwargs})
+    messages, kwargs = template_inputs(
+        case.messages, {**ctx.special_tokens, **case.special_tokens, **ctx.template_kwargs, **case.template_kwargs}
+    )
     return {
         **kwargs,
         "messages": messages,
-        "tools": _plain_template_data(case.tools),
-        "documents": _plain_template_data(case.documents),
+        "tools": plain_data(case.tools),
+        "documents": plain_data(case.documents),
         "add_generation_prompt": case.add_generation_prompt,
     }
 
@@ -245,8 +241,8 @@ def unwritten_fields(ctx: CheckContext) -> list[CheckResult]:
     if fields is None:
         return []
     written = set(ctx.template.fields) | set(ctx.template.defaults)
-    if written & set(_REASONING_FIELDS):
-        written |= set(_REASONING_FIELDS)  # transformers aliases the reasoning names before rendering
+    if written & set(REASONING_FIELDS):
+        written |= set(REASONING_FIELDS)  # transformers aliases the reasoning names before rendering
     out = []
     for name, read in sorted(fields.assistant_reads().items()):
         if name == "role" or name in written or name in ctx.documented:

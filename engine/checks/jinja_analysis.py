@@ -1,7 +1,7 @@
 """A chat template as Jinja itself sees it (never regex on the source): its AST, and its tokens with
 exact positions, so every finding about the template gets a line and column.
 
-The environment is transformers' own (`_compile_jinja_template(...).environment`: sandboxed, with
+The environment is transformers' own (`compile_template(...).environment`: sandboxed, with
 trim_blocks and lstrip_blocks and the `{% generation %}` tag), so a template is lexed and parsed
 exactly as `apply_chat_template` does."""
 
@@ -13,9 +13,9 @@ from typing import Any, NamedTuple
 
 import jinja2
 from jinja2 import nodes
-from transformers.utils.chat_template_utils import _compile_jinja_template
 
 from ..diagnostics import line_col
+from ..transformers_compat import compile_template
 
 
 class Token(NamedTuple):
@@ -36,7 +36,7 @@ def normalise_newlines(source: str) -> str:
 
 def environment(source: str) -> jinja2.Environment:
     """transformers' Jinja environment for this template (raises TemplateSyntaxError if it does not compile)."""
-    return _compile_jinja_template(source).environment
+    return compile_template(source).environment
 
 
 @lru_cache(maxsize=16)

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from transformers.utils.chat_parsing import parse_response
-from transformers.utils.chat_parsing.content_parsers import _PLACEHOLDER
 
 from ..diagnostics import line_col
 from ..response_spec import key_offsets
 from ..trace import Trace
+from ..transformers_compat import TRANSFORM_PLACEHOLDER
 from .context import CheckContext
 from .regex_portability import scan, string_offsets, value_start
 from .results import CheckResult, Location
@@ -190,7 +190,7 @@ def _placeholders(transform: Any) -> set[str]:
         return set().union(*(_placeholders(v) for v in transform.values())) if transform else set()
     if isinstance(transform, list):
         return set().union(*(_placeholders(v) for v in transform)) if transform else set()
-    if isinstance(transform, str) and (match := _PLACEHOLDER.fullmatch(transform)):
+    if isinstance(transform, str) and (match := TRANSFORM_PLACEHOLDER.fullmatch(transform)):
         return {match.group(1).split(".")[0]}
     return set()
 

@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from transformers.utils.chat_parsing import parse_response
-from transformers.utils.chat_template_utils import _REASONING_FIELDS
 
 from ..cases import Case
+from ..transformers_compat import REASONING_FIELDS
 from .context import CheckContext, Sample, indent_error, short
 from .results import CheckResult, Location
 
@@ -228,7 +228,7 @@ def normalise_message(message: dict) -> dict[str, Any]:
     for key, value in message.items():
         if key == "role" or _missing(value):
             continue
-        if key in _REASONING_FIELDS:
+        if key in REASONING_FIELDS:
             key = "reasoning_content"
             if key in out:
                 continue

@@ -10,8 +10,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from jinja2 import nodes
-from transformers.utils.chat_template_utils import _REASONING_FIELDS, _get_template_variables
 
+from ..transformers_compat import REASONING_FIELDS, template_variables
 from .jinja_analysis import TokenIndex, lex, parse
 
 # Filters that keep a list of messages a list of messages, and those that pick one message out of it.
@@ -73,7 +73,7 @@ class TemplateFields:
         reads all of them."""
         if self.whole is not None:
             return True
-        names = _REASONING_FIELDS if name in _REASONING_FIELDS else (name,)
+        names = REASONING_FIELDS if name in REASONING_FIELDS else (name,)
         return any(n in self.anywhere for n in names)
 
     def assistant_reads(self) -> dict[str, Read]:
@@ -97,7 +97,7 @@ def analyse_fields(source: str) -> TemplateFields:
         message_reads=dict(walker.reads),
         anywhere=walker.anywhere,
         whole=walker.whole,
-        variables=_get_template_variables(source),
+        variables=template_variables(source),
     )
 
 

@@ -14,11 +14,11 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from transformers.utils.chat_template_utils import _compile_jinja_template
 
 from ..diagnostics import Diagnostic, line_col, line_text
 from ..render import template_error
 from ..response_spec import load_response_spec
+from ..transformers_compat import compile_template
 
 # File names as transformers spells them (transformers.utils.hub / tokenization_utils_base).
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -264,7 +264,7 @@ def _check_chat_template(chat_template: ChatTemplate | None) -> list[Diagnostic]
                                        hint="Write the template, or start from a preset."))
             continue
         try:
-            _compile_jinja_template(text)
+            compile_template(text)
         except Exception as e:  # noqa: BLE001 - the author's template, the author's error to see
             error = template_error(e, text)
             if name is not None and name != "default":

@@ -1,0 +1,89 @@
+"""Every private transformers name the engine uses, in one place.
+
+transformers' public API renders (`render_jinja_template`) and parses (`ResponseParser`,
+`parse_response`, `load_response_template`). A few things the playground needs have no public
+name yet; each is imported here, and only here, with why it is needed.
+`tests/test_transformers_compat.py` pins what each one means, so a transformers upgrade that
+renames or changes one fails there with a message naming it, instead of somewhere deep in a check.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from transformers.utils.chat_parsing.content_parsers import _PLACEHOLDER
+from transformers.utils.chat_template_utils import (
+    _REASONING_FIELDS,
+    _alias_reasoning_fields,
+    _compile_jinja_template,
+    _get_template_variables,
+    _normalize_chat_messages,
+    _plain_template_data,
+)
+
+# The message names transformers treats as one reasoning field (it copies a message's reasoning
+# under all of them before rendering): reading any of them reads all of them.
+REASONING_FIELDS: tuple[str, ...] = tuple(_REASONING_FIELDS)
+
+# `{name}` / `{content.path}` placeholders in a response template's `transform` (the lints find
+# named groups no transform uses with the same pattern transformers resolves them with).
+TRANSFORM_PLACEHOLDER = _PLACEHOLDER
+
+
+def normalize_messages(messages: Any) -> list[dict]:
+    """Messages as `apply_chat_template` prepares them before rendering (objects to dicts, keys
+    whose value is None dropped). `render` uses it so the playground renders exactly the same input."""
+    return _normalize_chat_messages(messages)
+
+
+def compile_template(source: str) -> Any:
+    """transformers' compiled Jinja template (its sandboxed environment, trim_blocks, lstrip_blocks,
+    the `{% generation %}` tag and the callables it adds). Raises jinja2.TemplateSyntaxError."""
+    return _compile_jinja_template(source)
+
+
+def template_variables(source: str) -> frozenset[str]:
+    """The undeclared variables a chat template reads (what kwargs it can take)."""
+    return _get_template_variables(source)
+
+
+def template_inputs(messages: Any, kwargs: dict) -> tuple[Any, dict]:
+    """The messages and kwargs exactly as `render_jinja_template` hands them to a template: plain
+    JSON data, reasoning aliased under every name. For lints that render an edited copy of the AST."""
+    plain = _alias_reasoning_fields(_plain_template_data(_normalize_chat_messages(messages)))
+    return plain, _plain_template_data(kwargs)
+
+
+def plain_data(value: Any) -> Any:
+    """`value` rebuilt from plain JSON types, as transformers does for everything a template sees."""
+    return _plain_template_data(value)
+
+
+def consumed_position(parser: Any) -> int:
+    """How far into its buffer (prompt after the anchor, then the output) a `ResponseParser` has
+    committed text; everything after it is held back as a possible delimiter. There is no public
+    API for this; the trace needs it to tile the text the parser consumed without events."""
+    position = getattr(parser, "_pos", None)
+    if not isinstance(position, int):
+        raise TransformersChanged(
+            "transformers' ResponseParser no longer exposes its consumed position (`_pos`); "
+            "engine.transformers_compat.consumed_position needs updating for this transformers version."
+        )
+    return position
+
+
+class TransformersChanged(RuntimeError):
+    """A private name this module relies on is gone or means something else in this transformers."""
+
+
+# What README's "Dependencies on transformers' private names" lists, name by name.
+PRIVATE_NAMES = (
+    "transformers.utils.chat_template_utils._normalize_chat_messages",
+    "transformers.utils.chat_template_utils._compile_jinja_template",
+    "transformers.utils.chat_template_utils._get_template_variables",
+    "transformers.utils.chat_template_utils._alias_reasoning_fields",
+    "transformers.utils.chat_template_utils._plain_template_data",
+    "transformers.utils.chat_template_utils._REASONING_FIELDS",
+    "transformers.utils.chat_parsing.content_parsers._PLACEHOLDER",
+    "transformers.utils.chat_parsing.ResponseParser._pos",
+)

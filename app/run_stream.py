@@ -218,10 +218,10 @@ def stream_run(session: Session, workspace_settings: RunSettings, api_key: str |
                 chunks.append(item.text)
                 tokens.append(item.tokens)
                 seconds.append(item.seconds)
-                if first_region is None and any(e["type"] in ("region_open", "region_chunk") for e in step.events):
+                if first_region is None and step.wrote_region:
                     first_region = item.seconds
                 events.add(step.events)
-                if any(e["type"] == "region_close" for e in step.events):
+                if step.message_changed:
                     message_dump = message_json(trace.message)
                 dirty = True
             if dirty and time.monotonic() - last_update >= interval:

@@ -11,6 +11,7 @@ import pkgutil
 import sys
 
 from . import commands
+from .commands import UsageError
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
 ORDER = ["render", "trace", "run", "check", "publish"]
@@ -37,7 +38,3 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-
-
-class UsageError(Exception):
-    """A problem with how the command was called (a missing file, a bad option): exit code 2."""

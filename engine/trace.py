@@ -67,6 +67,17 @@ class TraceStep:
         """Segments over the output fed so far (pending text included), in output coordinates."""
         return self._trace._materialise(self._count, self._last, self.pending)
 
+    @property
+    def wrote_region(self) -> bool:
+        """Whether text reached a region in this step (a region opened or grew): what "time to
+        first region" measures."""
+        return any(e["type"] in ("region_open", "region_chunk") for e in self.events)
+
+    @property
+    def message_changed(self) -> bool:
+        """Whether a region closed in this step, so the message so far has a new value."""
+        return any(e["type"] == "region_close" for e in self.events)
+
 
 @dataclass
 class TraceResult:

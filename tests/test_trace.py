@@ -240,3 +240,10 @@ def test_missing_anchor_warns() -> None:
     trace = Trace(SMOL, prompt="<|im_start|>user\nhi<|im_end|>\n")
     assert [d.severity for d in trace.diagnostics] == ["warning"]
     assert "start anchor" in trace.diagnostics[0].message
+
+
+def test_a_step_says_when_text_reached_a_region_and_when_the_message_changed() -> None:
+    trace = Trace(SMOL, prompt=CHATML_PROMPT)
+    steps = [trace.feed(chunk) for chunk in ["<thi", "nk>", "plan", "</think>"]]
+    assert [s.wrote_region for s in steps] == [False, True, True, False]
+    assert [s.message_changed for s in steps] == [False, False, False, True]

@@ -10,9 +10,11 @@ from typing import Any
 from ..diagnostics import Diagnostic
 
 
-def read_text(path: str) -> str:
-    from ..cli import UsageError
+class UsageError(Exception):
+    """A problem with how the command was called (a missing file, a bad option): exit code 2."""
 
+
+def read_text(path: str) -> str:
     try:
         return Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -20,8 +22,6 @@ def read_text(path: str) -> str:
 
 
 def read_json(path: str) -> Any:
-    from ..cli import UsageError
-
     text = read_text(path)
     try:
         return json.loads(text)

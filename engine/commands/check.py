@@ -14,11 +14,10 @@ from dataclasses import replace
 from ..cases import Case, Recording
 from ..checks import CheckReport, Location, run_checks, run_preset_checks
 from ..checks.regex_portability import value_start
-from ..cli import UsageError
 from ..diagnostics import Diagnostic, line_col
 from ..presets import load_preset
 from ..response_spec import key_offsets
-from . import print_diagnostics, print_json, read_json, read_text
+from . import UsageError, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..hub import local_token, plan_publish, publish
 from ..presets import load_preset
-from . import print_diagnostics, read_text
+from . import UsageError, print_diagnostics, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,8 +56,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _templates(args: argparse.Namespace) -> tuple[str | None, str | None]:
-    from ..cli import UsageError
-
+    
     if args.preset and (args.chat_template or args.response_template):
         raise UsageError("use either --preset or --chat-template/--response-template, not both")
     if args.preset:
@@ -74,8 +73,7 @@ def _templates(args: argparse.Namespace) -> tuple[str | None, str | None]:
 
 
 def _write_zip(path: str, data: bytes) -> None:
-    from ..cli import UsageError
-
+    
     try:
         Path(path).write_bytes(data)
     except OSError as e:

@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from ..cases import Case, render_case
-from ..cli import UsageError
-from . import print_diagnostics, print_json, read_json, read_text
+from . import UsageError, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from ..cases import Case, render_case
-from ..cli import UsageError
 from ..diagnostics import Diagnostic
 from ..response_spec import load_response_spec
 from ..runners import LocalRunner, RecordedRunner, RemoteRunner, RunnerError, SimulatedRunner
 from ..terminal import field_colours, legend, paint
 from ..trace import Segment, Trace
-from . import print_diagnostics, print_json, read_json, read_text
+from . import UsageError, print_diagnostics, print_json, read_json, read_text
 
 RUNNERS = ["recorded", "simulated", "local", "remote"]
 

@@ -9,7 +9,7 @@ import random
 from ..response_spec import load_response_spec
 from ..terminal import field_colours, legend, paint
 from ..trace import trace_text
-from . import print_diagnostics, print_json, read_json, read_text
+from . import UsageError, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,8 +41,7 @@ def split_text(text: str, chunk_size: int | None = None, seed: int | None = None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import UsageError
-
+    
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
     loaded = load_response_spec(read_text(args.response_template))

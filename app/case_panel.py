@@ -15,7 +15,7 @@ from typing import Any
 import gradio as gr
 
 from engine.cases import Case
-from engine.diagnostics import Diagnostic, line_text
+from engine.diagnostics import Diagnostic, json_error
 from engine.render import RESERVED_KWARGS
 
 from .state import Session, Workspace
@@ -85,14 +85,7 @@ def _parse_json(text: str, what: str, *, allow_empty: bool) -> tuple[Any, Diagno
     try:
         return json.loads(text), None
     except json.JSONDecodeError as e:
-        hint = None
-        snippet = line_text(text, e.lineno)
-        if snippet and any(word in snippet for word in ("True", "False", "None")):
-            hint = "JSON spells these true, false and null."
-        elif "property name" in e.msg:
-            hint = "JSON keys need double quotes, and a trailing comma before } is not allowed."
-        return None, Diagnostic("error", f"{what}: invalid JSON: {e.msg}", "case", line=e.lineno, column=e.colno,
-                                snippet=snippet, hint=hint)  # fmt: skip
+        return None, json_error(text, e, "case", f"{what}: invalid JSON")
 
 
 def read_form(workspace: Workspace, base: Case, form: CaseForm) -> tuple[Case | None, list[Diagnostic]]:

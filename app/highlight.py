@@ -16,6 +16,7 @@ from typing import Any
 import regex
 
 from engine.diagnostics import Diagnostic
+from engine.text import GENERIC_SPECIAL_TOKEN, shorten
 from engine.trace import Segment
 
 # Fields that mean the same thing in every format get the same colour everywhere; others take the
@@ -23,9 +24,6 @@ from engine.trace import Segment
 KNOWN_FIELDS = {"content": 0, "reasoning_content": 1, "tool_calls": 2}
 PALETTE_SIZE = 8
 
-# Text that reads as one special token in almost every vocabulary: `<|im_end|>`, `<｜end▁of▁sentence｜>`,
-# `<|START_OF_TURN_TOKEN|>`. Known tokens (the preset's, the response template's delimiters) are added.
-GENERIC_SPECIAL = r"<\|[^<>|\s]{1,60}\|>|<｜[^<>｜\s]{1,60}｜>"
 
 WS_MARKS = {" ": "·", "\t": "→", "\n": "↵"}
 _WS = regex.compile(r"[ \t\n]")
@@ -112,7 +110,7 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
 def special_token_pattern(tokens: Iterable[str]) -> regex.Pattern:
     """A pattern for the given literal tokens (longest first) and generic `<|...|>` tokens."""
     literal = sorted({t for t in tokens if t and t.strip()}, key=len, reverse=True)
-    alternatives = [regex.escape(t) for t in literal] + [GENERIC_SPECIAL]
+    alternatives = [regex.escape(t) for t in literal] + [GENERIC_SPECIAL_TOKEN]
     return regex.compile("|".join(alternatives))
 
 
@@ -244,13 +242,6 @@ def _overlaps(span: tuple[int, int], seg: Segment) -> bool:
 def _badge(d: Diagnostic) -> str:
     first = d.message.splitlines()[0] if d.message else ""
     return f'<span class="error-badge" title="{esc(d.message)}">⚠ {esc(shorten(first, 110))}</span>'
-
-
-def shorten(text: str, limit: int = 160) -> str:
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return text[:half] + " … " + text[-half:]
 
 
 def value_text(value: Any) -> str:

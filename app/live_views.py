@@ -10,7 +10,9 @@ from collections.abc import Iterable, Sequence
 
 from engine.trace import Segment
 
-from .highlight import esc, newline_marks, segment_html, shorten, value_text
+from engine.text import shorten
+
+from .highlight import esc, newline_marks, segment_html, value_text
 
 
 class PagedHtml:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gradio as gr
 
+from engine.text import shorten
 from engine.trace import Trace
 
 from .highlight import esc, field_classes, legend_html, message_json, newline_marks, output_html, prefix_html
@@ -64,7 +65,7 @@ def step_view(session: Session, position: float) -> str:
     rows = view_html(value)
     segment_rows = "".join(
         f'<tr><td>{s.start}</td><td>{s.end}</td><td>{esc(s.kind)}</td><td><span class="chip {classes.get(s.field or "", "")}">'
-        f'{esc(s.field or "")}</span></td><td class="ev-text">{newline_marks(shorten(output[s.start:s.end]))}</td></tr>'
+        f'{esc(s.field or "")}</span></td><td class="ev-text">{newline_marks(shorten(output[s.start:s.end], 120))}</td></tr>'
         for s in segments
     )
     return f"""
@@ -83,10 +84,6 @@ def step_view(session: Session, position: float) -> str:
   <div class="step-label">Segments ({len(segments)})</div>
   <div class="events-scroll"><table class="events segments"><thead><tr><th>start</th><th>end</th><th>kind</th><th>field</th><th>text</th></tr></thead><tbody>{segment_rows}</tbody></table></div>
 </div>"""
-
-
-def shorten(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit // 2] + " … " + text[-limit // 2 :]
 
 
 def build_step_view(slider: gr.Slider) -> gr.HTML:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -60,3 +62,18 @@ def line_text(text: str, line: int | None) -> str | None:
 
 def has_errors(diagnostics: list[Diagnostic]) -> bool:
     return any(d.severity == "error" for d in diagnostics)
+
+
+def json_error(text: str, error: json.JSONDecodeError, source: Source, what: str = "Invalid JSON") -> Diagnostic:
+    """A JSON syntax error in `text` (a response template, a case's messages…) at its line and
+    column, with a hint for the mistakes people make most (Python spellings, quotes, backslashes)."""
+    snippet = line_text(text, error.lineno)
+    hint = None
+    if snippet and re.search(r"\b(True|False|None)\b", snippet):
+        hint = "JSON spells these true, false and null."
+    elif "Expecting property name enclosed in double quotes" in error.msg:
+        hint = "JSON keys need double quotes, and a trailing comma before } is not allowed."
+    elif "Invalid \\escape" in error.msg:
+        hint = r"Backslashes in JSON strings must be doubled: write \\s for the regex \s."
+    return Diagnostic("error", f"{what}: {error.msg}", source, line=error.lineno, column=error.colno,
+                      snippet=snippet, hint=hint)

@@ -14,7 +14,7 @@ from typing import Any
 import regex
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
-from .diagnostics import Diagnostic, line_col, line_text
+from .diagnostics import Diagnostic, json_error, line_col, line_text
 
 # The keys a field may have, longest first so "open_pattern" is found before "open" in a message.
 FIELD_KEYS = sorted(
@@ -47,7 +47,7 @@ def load_response_spec(text: str) -> LoadedSpec:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
-        return LoadedSpec(None, None, [_json_error(text, e)])
+        return LoadedSpec(None, None, [json_error(text, e, "response_template")])
     return compile_spec(data, text)
 
 
@@ -59,21 +59,6 @@ def compile_spec(data: Any, text: str | None = None) -> LoadedSpec:
     except Exception as e:  # noqa: BLE001 - any rejection is the author's to see
         return LoadedSpec(data if isinstance(data, dict) else None, None, [_validation_error(str(e), data, text)])
     return LoadedSpec(data, template, _extra_checks(data, text))
-
-
-def _json_error(text: str, error: json.JSONDecodeError) -> Diagnostic:
-    hint = None
-    snippet = line_text(text, error.lineno)
-    if snippet and re.search(r"\b(True|False|None)\b", snippet):
-        hint = "JSON spells these true, false and null."
-    elif "Expecting property name enclosed in double quotes" in error.msg:
-        hint = "JSON keys need double quotes, and a trailing comma before } is not allowed."
-    elif "Invalid \\escape" in error.msg:
-        hint = r"Backslashes in JSON strings must be doubled: write \\s for the regex \s."
-    return Diagnostic(
-        "error", f"Invalid JSON: {error.msg}", "response_template",
-        line=error.lineno, column=error.colno, snippet=snippet, hint=hint,
-    )  # fmt: skip
 
 
 def _validation_error(message: str, data: Any, text: str | None) -> Diagnostic:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from engine.cases import Case, Recording
 from engine.checks import run_checks
-from engine.checks.context import show_difference, visible
+from engine.text import show_difference, visible
 from engine.checks.round_trip import _longest_suffix_in, compare_messages, cut_at_stop, normalise_message
 from engine.checks.round_trip_output import diff_hunks
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from jinja2 import nodes
 
 from ..transformers_compat import REASONING_FIELDS, plain_data, template_inputs
-from .context import CheckContext, short
+from ..text import short
+from .context import CheckContext
 from .jinja_analysis import TokenIndex, block_tag_name, describe_node, environment, lex, normalise_newlines, parse
 from .results import CheckResult, Location
 

@@ -16,7 +16,8 @@ from transformers.utils.chat_parsing import parse_response
 
 from ..cases import Case
 from ..transformers_compat import REASONING_FIELDS
-from .context import CheckContext, Sample, indent_error, short
+from ..text import indent_error, short
+from .context import CheckContext, Sample
 from .results import CheckResult, Location
 
 NAME = "round_trip.message"

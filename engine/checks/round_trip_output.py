@@ -20,7 +20,8 @@ from transformers.utils.chat_parsing import parse_response
 
 from ..diagnostics import line_col
 from ..trace import Segment, Trace
-from .context import CheckContext, Sample, first_difference, indent_error, short, show_difference
+from ..text import first_difference, indent_error, short, show_difference
+from .context import CheckContext, Sample
 from .round_trip import _longest_suffix_in
 from .results import CheckResult, Location
 

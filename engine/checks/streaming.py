@@ -19,7 +19,8 @@ from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from ..diagnostics import line_col
 from ..trace import Trace
-from .context import CheckContext, Sample, short, visible
+from ..text import short, visible
+from .context import CheckContext, Sample
 from .results import CheckResult
 
 NAME = "streaming"

@@ -41,7 +41,6 @@ def split_text(text: str, chunk_size: int | None = None, seed: int | None = None
 
 
 def run(args: argparse.Namespace) -> int:
-    
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
     loaded = load_response_spec(read_text(args.response_template))

@@ -10,11 +10,10 @@ from typing import Any
 import regex
 
 from ..diagnostics import Diagnostic
+from ..text import SPECIAL_TOKEN
 from .base import Chunk, RunnerError, paced
 
-# Text that is almost always one special token: `<|im_end|>`, `<｜end▁of▁sentence｜>`, `<think>`,
-# `</tool_call>`, `[TOOL_CALLS]`. Kept whole so a replay never shows half a delimiter as a "token".
-SPECIAL_TOKEN = r"<\|[^<>|\s]{1,60}\|>|<｜[^<>｜\s]{1,60}｜>|</?[A-Za-z_][\w.\-]{0,60}>|\[/?[A-Z][A-Z0-9_]{1,40}\]"
+# Special-token-looking text is kept whole, so a replay never shows half a delimiter as a "token".
 # Otherwise word-sized pieces, as most tokenizers cut text: a word with its leading spaces, one
 # punctuation mark, a run of newlines, a lone whitespace character.
 _PIECE = regex.compile(

@@ -4,17 +4,15 @@ at (clicking a row also scrolls that editor to it on the Playground tab)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from engine.cases import Case
 
-from .case_panel import CaseForm
 from .highlight import diagnostics_html, esc
 from .state import Session
-from .workbench import sync, template_kwargs
+from .workbench import sync
 
 NOTE = (
     "Checks prove the two templates are inverses (**round trip**, message side and output side), that "
@@ -55,51 +53,21 @@ JUMP_JS = """(where) => {
 }""" % EDITOR_IDS
 
 
-def _documented(session: Session) -> dict[str, str]:
-    """The preset's documented round-trip differences (what the chat template drops on purpose)."""
-    from engine.presets import load_preset
-
-    name = session.workspace.preset
-    if not name:
-        return {}
-    try:
-        preset = load_preset(name)
-    except (KeyError, ValueError, OSError):
-        return {}
-    return {**getattr(preset, "history_differences", {}), **preset.round_trip_differences}
-
-
-def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, *form: Any) -> tuple:
-    """The "Run all checks" button: (summary HTML, table rows, diagnostics HTML)."""
-    from engine.checks import run_checks
-    from engine.sandbox import SandboxCrashed, SandboxTimeout, shared_pool
-
-    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
+    """The "Run all checks" button: the summary, the table rows and the diagnostics."""
+    sync(session, chat_template, response_template, form_case, form)
     workspace = session.workspace
     runs: list[tuple[Case, str]] = []
     if session.last_run is not None and session.last_run.chunks:
         runs.append((workspace.case, "".join(session.last_run.chunks)))
-    options = dict(
-        chat_template=workspace.chat_template,
-        response_template=workspace.response_template,
-        cases=workspace.cases,
-        recordings=[r for r in workspace.recordings if workspace.find_case(r.case) is not None],
-        runs=runs,
-        special_tokens=workspace.special_tokens,
-        template_kwargs=template_kwargs(workspace),
-        stop_tokens=workspace.stop_tokens,
-        round_trip_differences=_documented(session),
-        random_splits=100,
-    )
-    # The checks render and parse the author's templates many times: run them in the killable
-    # worker, so a runaway template (or a catastrophic regex) cannot hold the server.
-    try:
-        report = shared_pool().call(run_checks, options, CHECKS_TIMEOUT)
-    except (SandboxTimeout, SandboxCrashed) as e:
-        message = f"The checks stopped: they {e}" if isinstance(e, SandboxTimeout) else f"The checks stopped: {e}"
-        return f'<div class="checks-summary fail"><b>FAIL</b> · {esc(message)}</div>', [], ""
+    # The checks render and parse the author's templates many times: in the killable worker, so a
+    # runaway template (or a catastrophic regex) cannot hold the server.
+    report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)
     session.checks = report.checks
-    counts = {status: sum(1 for c in report.checks if c.status == status) for status in ("pass", "warn", "fail")}
+    if not report.checks:
+        summary = f'<div class="checks-summary fail"><b>FAIL</b> · {esc(report.diagnostics[0].message) if report.diagnostics else "No checks ran."}</div>'
+        return {"checks_summary": summary, "checks_table": [], "checks_diagnostics": diagnostics_html(report.diagnostics)}
+    counts = report.counts()
     worst = report.status
     summary = (
         f'<div class="checks-summary {worst}"><b>{esc(worst.upper())}</b> · '
@@ -107,24 +75,23 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
         "<span class=\"sub\"> · click a row to see the line it points at</span></div>"
     )
     rows = [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in report.checks]
-    return summary, rows, diagnostics_html(report.diagnostics)
+    return {"checks_summary": summary, "checks_table": rows, "checks_diagnostics": diagnostics_html(report.diagnostics)}
 
 
-def show_location(session: Session, evt: gr.SelectData) -> tuple[str, str]:
+def show_location(session: Session, evt: gr.SelectData) -> dict[str, str]:
     """A row was clicked: the result's details and the lines around where it points; also the
     `source:line` the page's script scrolls that editor to."""
-    checks = getattr(session, "checks", None) or []
     row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-    if not isinstance(row, int) or not 0 <= row < len(checks):
-        return "", ""
-    result = checks[row]
+    if not isinstance(row, int) or not 0 <= row < len(session.checks):
+        return {"check_detail": "", "check_jump": ""}
+    result = session.checks[row]
     head = f'<div class="check-detail"><b>{esc(result.name)}</b> {esc(result.subject or "")}<pre>{esc(result.details)}</pre></div>'
     location = result.location
     if location is None or location.line is None:
-        return head, ""
+        return {"check_detail": head, "check_jump": ""}
     text = _source_text(session, location.source)
     if text is None:
-        return head, ""
+        return {"check_detail": head, "check_jump": ""}
     lines = text.splitlines()
     first, last = max(1, location.line - 3), min(len(lines), location.line + 3)
     shown = []
@@ -132,13 +99,11 @@ def show_location(session: Session, evt: gr.SelectData) -> tuple[str, str]:
         content = lines[number - 1] if number - 1 < len(lines) else ""
         cls = ' class="hit"' if number == location.line else ""
         shown.append(f'<div{cls}><span class="ln">{number}</span>{esc(content) or " "}</div>')
-    caret = ""
-    if location.column is not None:
-        caret = f'<div class="caret-line"><span class="ln"></span>{" " * (location.column - 1)}^</div>'
-        index = shown.index(next(s for s in shown if s.startswith('<div class="hit"'))) + 1
-        shown.insert(index, caret)
+        if number == location.line and location.column is not None:
+            shown.append(f'<div class="caret-line"><span class="ln"></span>{" " * (location.column - 1)}^</div>')
     where = f"{location.source.replace('_', ' ')}, line {location.line}" + (f", column {location.column}" if location.column else "")
-    return head + f'<div class="check-where">{esc(where)}</div><div class="check-lines">{"".join(shown)}</div>', f"{location.source}:{location.line}"
+    detail = head + f'<div class="check-where">{esc(where)}</div><div class="check-lines">{"".join(shown)}</div>'
+    return {"check_detail": detail, "check_jump": f"{location.source}:{location.line}"}
 
 
 def _source_text(session: Session, source: str) -> str | None:
@@ -150,17 +115,8 @@ def _source_text(session: Session, source: str) -> str | None:
     return None
 
 
-@dataclass
-class ChecksTab:
-    run: gr.Button
-    summary: gr.HTML
-    table: gr.Dataframe
-    diagnostics: gr.HTML
-    detail: gr.HTML
-    jump: gr.Textbox
-
-
-def build_checks_tab() -> ChecksTab:
+def build_checks_tab() -> dict[str, Any]:
+    """The Checks tab's components, by name."""
     gr.Markdown(NOTE, elem_id="checks-note")
     run = gr.Button("Run all checks", variant="primary", elem_id="checks-run")
     summary = gr.HTML(elem_id="checks-summary")
@@ -169,12 +125,5 @@ def build_checks_tab() -> ChecksTab:
                          column_widths=["70px", "200px", "200px", "150px", "auto"], max_height=560)  # fmt: skip
     detail = gr.HTML(elem_id="check-detail")
     jump = gr.Textbox(visible=False)
-    return ChecksTab(run, summary, table, diagnostics, detail, jump)
-
-
-def wire_checks_tab(tab: ChecksTab, session: Any, editors: Any, case: Any) -> None:
-    inputs = [session, editors.chat, editors.response, case.form_case, *case.form]
-    tab.run.click(run_all_checks, inputs, [tab.summary, tab.table, tab.diagnostics], concurrency_limit=4)
-    tab.table.select(show_location, [session], [tab.detail, tab.jump], show_progress="hidden").then(
-        None, [tab.jump], None, js=JUMP_JS
-    )
+    return dict(checks_run=run, checks_summary=summary, checks_diagnostics=diagnostics, checks_table=table,
+                check_detail=detail, check_jump=jump)

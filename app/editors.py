@@ -3,7 +3,7 @@ with its diagnostics underneath (line and column), updated as the author types."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -19,15 +19,8 @@ RESPONSE_HELP = (
 )
 
 
-@dataclass
-class EditorsPanel:
-    chat: gr.Code
-    chat_diagnostics: gr.HTML
-    response: gr.Code
-    response_diagnostics: gr.HTML
-
-
-def build_editors() -> EditorsPanel:
+def build_editors() -> dict[str, Any]:
+    """Both editors and their diagnostics, by name."""
     with gr.Row(equal_height=False, elem_id="editors"):
         with gr.Column(scale=1, min_width=360):
             with gr.Group(elem_classes=["panel"]):
@@ -43,4 +36,5 @@ def build_editors() -> EditorsPanel:
                                      wrap_lines=True, buttons=["copy", "download"])  # fmt: skip
                 gr.Markdown(RESPONSE_HELP, elem_classes=["help"])
                 response_diagnostics = gr.HTML(elem_id="response-diagnostics", elem_classes=["diag-box"])
-    return EditorsPanel(chat, chat_diagnostics, response, response_diagnostics)
+    return dict(chat_template=chat, chat_diagnostics=chat_diagnostics, response_template=response,
+                response_diagnostics=response_diagnostics)

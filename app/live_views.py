@@ -44,33 +44,22 @@ def view_html(value: dict) -> str:
 
 
 class StreamView:
-    """Incremental HTML of a streaming output. `feed` keeps the output text; `update` renders only
-    text it has not rendered yet (segments only ever grow at the end; pending text is re-rendered
-    as the tail), so the work per update is proportional to the new text. The value is
-    `{"run", "pages", "tail"}`: the page's script appends what the pages gained since the last
-    update and replaces the tail; a new run id starts over."""
+    """Incremental HTML of a streaming output. `update` renders only text it has not rendered yet
+    (segments only ever grow at the end; pending text is re-rendered as the tail), so the work per
+    update is proportional to the new text. The value is `{"run", "pages", "tail"}`: the page's
+    script appends what the pages gained since the last update and replaces the tail; a new run id
+    starts over."""
 
     def __init__(self, run_id: str, classes: dict[str, str], prefix: str = ""):
         self.run_id = run_id
         self.classes = classes
         self.html = PagedHtml(prefix)
-        self._text = ""  # the output so far (grown in place: see `feed`)
         self._index = 0  # the first segment that may still grow
         self._done = 0  # output characters already rendered
         self.tail = ""
 
-    def feed(self, chunk: str) -> None:
-        # Drop our reference first so CPython can grow the string in place (linear in total).
-        text, self._text = self._text, ""
-        text += chunk
-        self._text = text
-
-    @property
-    def text(self) -> str:
-        return self._text
-
-    def update(self, segments: Sequence[Segment]) -> dict:
-        text = self._text
+    def update(self, text: str, segments: Sequence[Segment]) -> dict:
+        """The view of `text` (the whole output so far, e.g. `Trace.output`) as `segments` tile it."""
         fresh: list[str] = []
         tail = ""
         for index in range(self._index, len(segments)):

@@ -5,7 +5,7 @@ prompt already opened (a prefilled `<think>`) coloured as the parser sees them. 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import Any
 
 import gradio as gr
 
@@ -16,14 +16,8 @@ PROMPT_LEGEND = (
 )
 
 
-@dataclass
-class PromptPanel:
-    view: gr.HTML
-    info: gr.HTML
-    show_whitespace: gr.Checkbox
-
-
-def build_prompt_panel() -> PromptPanel:
+def build_prompt_panel() -> dict[str, Any]:
+    """The prompt view, its info line and the whitespace toggle, by name."""
     with gr.Group(elem_classes=["panel"]):
         with gr.Row(equal_height=True, elem_classes=["panel-head"]):
             gr.HTML('<div class="panel-title">Prompt <span class="sub">exactly what the model reads</span></div>')
@@ -32,4 +26,4 @@ def build_prompt_panel() -> PromptPanel:
         gr.HTML(PROMPT_LEGEND)
         view = gr.HTML(elem_id="prompt-view", max_height=520)
         info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
-    return PromptPanel(view, info, show_whitespace)
+    return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace)

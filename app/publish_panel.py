@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
-from .case_panel import CaseForm
 from .highlight import diagnostics_html, esc
 from .state import Session
 from .workbench import sync
@@ -50,8 +48,11 @@ def _token(pasted: str | None, oauth: Any) -> str | None:
     return None
 
 
-def diff_html(diff: str) -> str:
-    """A unified diff, coloured (escaped: template text is untrusted)."""
+def diff_html(diff: str, computed: bool = True) -> str:
+    """A unified diff, coloured (escaped: template text is untrusted). A diff that could not be
+    computed (the repo could not be read) is not an empty one."""
+    if not computed:
+        return '<div class="diff-empty">No diff: the repo could not be read (see the message above).</div>'
     if not diff:
         return '<div class="diff-empty">No changes.</div>'
     rows = []
@@ -61,63 +62,67 @@ def diff_html(diff: str) -> str:
     return '<div class="diff">' + "".join(rows) + "</div>"
 
 
-def preview(session: Session, chat_template: str, response_template: str, form_case: str, repo: str, revision: str,
-            pasted_token: str, oauth: gr.OAuthToken | None, *form: Any) -> tuple:  # fmt: skip
-    """"Show the diff": (diff HTML, title, description, messages HTML, zip file)."""
+def preview(session: Session, chat_template: str, response_template: str, form_case: str, publish_repo: str,
+            publish_revision: str, publish_token: str, oauth: gr.OAuthToken | None, **form: Any) -> dict[str, Any]:
+    """"Show the diff": the diff, a title and description to start from, messages, the zip."""
     from engine.hub import plan_publish
 
-    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
-    repo = (repo or "").strip()
+    sync(session, chat_template, response_template, form_case, form)
+    repo = (publish_repo or "").strip()
     if not repo:
-        return "", gr.skip(), gr.skip(), diagnostics_html([_problem("Enter the model repo id (owner/model), or a local folder to diff against.")]), None
+        return {"publish_diff": "", "publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model), or a local folder to diff against.")]),
+                "publish_zip": None}  # fmt: skip
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(revision or "").strip() or None, token=_token(pasted_token, oauth))  # fmt: skip
-    archive = None
-    if plan.changes and not any(d.severity == "error" for d in plan.diagnostics):
-        archive = _zip_file(plan.zip(), repo)
+                        revision=(publish_revision or "").strip() or None, token=_token(publish_token, oauth))  # fmt: skip
+    failed = any(d.severity == "error" for d in plan.diagnostics)
     files = "".join(f'<div class="diff-file"><b>{esc(c.path)}</b> · {esc(c.status)}</div>' for c in plan.changes)
-    return (
-        files + diff_html(plan.diff()),
-        plan.title or gr.skip(),
-        plan.description or gr.skip(),
-        diagnostics_html(plan.diagnostics, "Ready: review the diff, then open the pull request."),
-        archive,
-    )
+    out: dict[str, Any] = {
+        "publish_diff": files + diff_html(plan.diff(), computed=not failed),
+        "publish_messages": diagnostics_html(plan.diagnostics, "Ready: review the diff, then open the pull request."),
+        "publish_zip": _zip_file(plan.zip(), f"{repo}-templates") if plan.changes and not failed else None,
+    }
+    if plan.title:
+        out["publish_title"] = plan.title
+    if plan.description:
+        out["publish_description"] = plan.description
+    return out
 
 
-def open_pull_request(session: Session, chat_template: str, response_template: str, form_case: str, repo: str, revision: str,
-                      title: str, description: str, pasted_token: str, oauth: gr.OAuthToken | None, *form: Any) -> str:  # fmt: skip
+def open_pull_request(session: Session, chat_template: str, response_template: str, form_case: str, publish_repo: str,
+                      publish_revision: str, publish_title: str, publish_description: str, publish_token: str,
+                      oauth: gr.OAuthToken | None, **form: Any) -> dict[str, str]:  # fmt: skip
     """"Open pull request": the PR link, or why nothing was published."""
     from engine.diagnostics import Diagnostic
     from engine.hub import plan_publish, publish
 
-    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
-    repo = (repo or "").strip()
+    sync(session, chat_template, response_template, form_case, form)
+    repo = (publish_repo or "").strip()
     if not repo:
-        return diagnostics_html([_problem("Enter the model repo id (owner/model).")])
-    token = _token(pasted_token, oauth)
+        return {"publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model).")])}
+    token = _token(publish_token, oauth)
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(revision or "").strip() or None, token=token)  # fmt: skip
-    result = publish(plan, token=token, title=title or None, description=description if description else None)
+                        revision=(publish_revision or "").strip() or None, token=token)  # fmt: skip
+    result = publish(plan, token=token, title=publish_title or None, description=publish_description or None)
     if isinstance(result, Diagnostic):
-        return diagnostics_html([result])
-    return f'<div class="pr-link">Pull request opened: <a href="{esc(result)}" target="_blank" rel="noopener">{esc(result)}</a></div>'
+        return {"publish_messages": diagnostics_html([result])}
+    link = f'<div class="pr-link">Pull request opened: <a href="{esc(result)}" target="_blank" rel="noopener">{esc(result)}</a></div>'
+    return {"publish_messages": link}
 
 
-def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, *form: Any) -> str | None:
+def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The zip without a repo to diff against: the files as `save_pretrained` writes them from scratch."""
     from engine.hub import build_files, zip_files
 
-    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+    sync(session, chat_template, response_template, form_case, form)
     built = build_files({}, chat_template_to_publish(session), session.workspace.response_template)
     if any(d.severity == "error" for d in built.diagnostics):
-        return None
-    return _zip_file(zip_files(built.files), "templates")
+        return {"publish_zip": None, "publish_messages": diagnostics_html(built.diagnostics)}
+    return {"publish_zip": _zip_file(zip_files(built.files), "templates")}
 
 
 def _zip_file(data: bytes, name: str) -> str:
     folder = Path(tempfile.mkdtemp(prefix="playground-zip-"))
-    path = folder / (name.replace("/", "--").strip(".") + "-templates.zip")
+    path = folder / (name.replace("/", "--").strip(".") + ".zip")
     path.write_bytes(data)
     return str(path)
 
@@ -128,22 +133,8 @@ def _problem(message: str):
     return Diagnostic("error", message, "hub")
 
 
-@dataclass
-class PublishTab:
-    repo: gr.Textbox
-    revision: gr.Textbox
-    title: gr.Textbox
-    description: gr.Textbox
-    token: gr.Textbox
-    preview: gr.Button
-    open_pr: gr.Button
-    download: gr.Button
-    messages: gr.HTML
-    diff: gr.HTML
-    zip_file: gr.File
-
-
-def build_publish_tab() -> PublishTab:
+def build_publish_tab() -> dict[str, Any]:
+    """The Publish tab's components, by name."""
     gr.Markdown(NOTE, elem_id="publish-note")
     with gr.Row():
         repo = gr.Textbox(label="Model repo id", placeholder="owner/model", scale=3, elem_id="publish-repo")
@@ -162,13 +153,6 @@ def build_publish_tab() -> PublishTab:
     messages = gr.HTML(elem_id="publish-messages")
     diff = gr.HTML(elem_id="publish-diff")
     zip_file = gr.File(label="Zip", interactive=False, elem_id="publish-zip")
-    return PublishTab(repo, revision, title, description, token, preview_button, open_pr, download, messages, diff, zip_file)
-
-
-def wire_publish_tab(tab: PublishTab, session: Any, editors: Any, case: Any) -> None:
-    base = [session, editors.chat, editors.response, case.form_case]
-    tab.preview.click(preview, [*base, tab.repo, tab.revision, tab.token, *case.form],
-                      [tab.diff, tab.title, tab.description, tab.messages, tab.zip_file], concurrency_limit=4)  # fmt: skip
-    tab.open_pr.click(open_pull_request, [*base, tab.repo, tab.revision, tab.title, tab.description, tab.token, *case.form],
-                      tab.messages, concurrency_limit=4)  # fmt: skip
-    tab.download.click(download_zip, [*base, *case.form], tab.zip_file)
+    return dict(publish_repo=repo, publish_revision=revision, publish_title=title, publish_description=description,
+                publish_token=token, publish_preview=preview_button, publish_open=open_pr, publish_download=download,
+                publish_messages=messages, publish_diff=diff, publish_zip=zip_file)

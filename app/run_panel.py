@@ -7,26 +7,21 @@ the callbacks the page binds to them."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import gradio as gr
 
 from engine.diagnostics import Diagnostic
+from engine.runners.simulated import EXPLANATION
+from engine.workspace import PASTED, Workspace
 
-from .case_panel import FORM_SIZE, CaseForm
 from .live_views import stream_value
 from .run_stream import not_started, read_settings, stream_run
-from .state import PASTED, Session, Workspace
+from .state import Session
 from .widgets import incremental_html
 from .workbench import sync
 
 RUNNER_CHOICES = [("Recorded", "recorded"), ("Simulated", "simulated"), ("Local model", "local"), ("Remote server", "remote")]
-SIMULATED_NOTE = (
-    "**Simulated:** no model runs. The playground builds a plausible reply for this case, renders it "
-    "into history with *your* chat template, and streams the text after the prompt: it shows what the "
-    "template itself would produce, so parsing it back tests that the two templates agree."
-)
 
 
 def recording_choices(workspace: Workspace) -> list[tuple[str, str]]:
@@ -34,18 +29,15 @@ def recording_choices(workspace: Workspace) -> list[tuple[str, str]]:
     return choices + [("Paste an output…", PASTED)]
 
 
-def run_callback(session: Session, chat_template: str, response_template: str, form_case: str, runner: str, recording: str,
-                 pasted: str, tokens_per_second: float, model: str, max_new_tokens: float, temperature: float, top_p: float,
-                 seed: float, remote_url: str, remote_model: str, api_key: str, *form: Any) -> Iterator[tuple]:  # fmt: skip
-    """The Run button: sync the editors, then stream (tuples in `RunPanel.outputs` order)."""
-    if len(form) != FORM_SIZE:
-        raise ValueError(f"run expects {FORM_SIZE} case form values")
-    problems = sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
+def run_callback(session: Session, chat_template: str, response_template: str, form_case: str, api_key: str,
+                 **values: Any) -> Iterator[dict[str, Any]]:
+    """The Run button: sync the editors and the case form, then stream (`values`: the run settings
+    and the case form, by name)."""
+    problems = sync(session, chat_template, response_template, form_case, values)
     if problems:
         yield not_started([Diagnostic("error", "The case has errors; fix them to run.", "case"), *problems]).outputs()
         return
-    settings = read_settings(runner, recording, pasted, tokens_per_second, model, max_new_tokens, temperature, top_p, seed, remote_url, remote_model)
-    for update in stream_run(session, settings, api_key):
+    for update in stream_run(session, read_settings(**values), api_key):
         yield update.outputs()
 
 
@@ -59,84 +51,46 @@ def request_stop(session: Session) -> bool:
     return False
 
 
-def stop_button(session: Session) -> None:
+def stop_button(session: Session) -> dict[str, Any]:
     """The Stop button's event: nothing to show but the run's own final update."""
     request_stop(session)
+    return {}
 
 
-def runner_visibility(runner: str) -> tuple:
-    """Show the options of the chosen runner: (recorded, simulated, local, remote, sampling)."""
-    return (
-        gr.update(visible=runner == "recorded"),
-        gr.update(visible=runner == "simulated"),
-        gr.update(visible=runner == "local"),
-        gr.update(visible=runner == "remote"),
-        gr.update(visible=runner in ("local", "remote")),
-        gr.update(visible=runner in ("recorded", "simulated")),
-    )
+def runner_visibility(runner: str) -> dict[str, Any]:
+    """Show the options of the chosen runner."""
+    return {
+        "recorded_box": gr.update(visible=runner == "recorded"),
+        "simulated_box": gr.update(visible=runner == "simulated"),
+        "local_box": gr.update(visible=runner == "local"),
+        "remote_box": gr.update(visible=runner == "remote"),
+        "sampling_box": gr.update(visible=runner in ("local", "remote")),
+        "pace_box": gr.update(visible=runner in ("recorded", "simulated")),
+    }
 
 
-def pasted_visibility(recording: str) -> Any:
-    return gr.update(visible=recording == PASTED)
+def pasted_visibility(recording: str) -> dict[str, Any]:
+    return {"pasted": gr.update(visible=recording == PASTED)}
 
 
 # ----- the panel ---------------------------------------------------------------------------------
 
 
-@dataclass
-class RunPanel:
-    runner: gr.Radio
-    recorded_box: gr.Column
-    simulated_box: gr.Column
-    local_box: gr.Column
-    remote_box: gr.Column
-    sampling_box: gr.Column
-    pace_box: gr.Column
-    recording: gr.Dropdown
-    pasted: gr.Textbox
-    tokens_per_second: gr.Slider
-    model: gr.Textbox
-    max_new_tokens: gr.Number
-    temperature: gr.Slider
-    top_p: gr.Slider
-    seed: gr.Number
-    remote_url: gr.Textbox
-    remote_model: gr.Textbox
-    api_key: gr.Textbox
-    run: gr.Button
-    stop: gr.Button
-    legend: gr.HTML
-    stream: gr.HTML
-    stats: gr.HTML
-    diagnostics: gr.HTML
-    message: gr.Code
-    events: gr.HTML
-    step: gr.Slider
-
-    @property
-    def settings(self) -> list:
-        """Setting components in `run_callback` order (after the editors, before the API key)."""
-        return [self.runner, self.recording, self.pasted, self.tokens_per_second, self.model, self.max_new_tokens,
-                self.temperature, self.top_p, self.seed, self.remote_url, self.remote_model]  # fmt: skip
-
-    @property
-    def outputs(self) -> list:
-        return [self.stream, self.legend, self.stats, self.diagnostics, self.message, self.events, self.step, self.run, self.stop]
-
-
-def settings_updates(workspace: Workspace) -> list:
-    """Values for `RunPanel.settings` from a workspace."""
+def settings_updates(workspace: Workspace) -> dict[str, Any]:
+    """The run settings controls showing a workspace's settings."""
     s = workspace.run
     recordings = recording_choices(workspace)
     names = [value for _, value in recordings]
     recording = s.recording if s.recording in names else names[0]
-    return [
-        s.runner, gr.update(choices=recordings, value=recording), s.pasted, s.tokens_per_second, s.model,
-        s.max_new_tokens, s.temperature, s.top_p, s.seed, s.remote_url, s.remote_model,
-    ]  # fmt: skip
+    return {
+        "runner": s.runner, "recording": gr.update(choices=recordings, value=recording), "pasted": s.pasted,
+        "tokens_per_second": s.tokens_per_second, "model": s.model, "max_new_tokens": s.max_new_tokens,
+        "temperature": s.temperature, "top_p": s.top_p, "seed": s.seed or 0, "remote_url": s.remote_url,
+        "remote_model": s.remote_model,
+    }  # fmt: skip
 
 
-def build_run_panel() -> RunPanel:
+def build_run_panel() -> dict[str, Any]:
     """Settings on the left, the output (stream, message, events) on the right."""
     with gr.Row(equal_height=False, elem_id="run-row"):
         with gr.Column(scale=1, min_width=320):
@@ -147,7 +101,7 @@ def build_run_panel() -> RunPanel:
                     recording = gr.Dropdown(label="Recording", choices=[], elem_id="recording-picker")
                     pasted = gr.Textbox(label="Raw model output to replay", lines=4, max_lines=12, visible=False, elem_id="pasted-output")
                 with gr.Column(visible=False) as simulated_box:
-                    gr.Markdown(SIMULATED_NOTE, elem_classes=["help"])
+                    gr.Markdown(EXPLANATION, elem_classes=["help"])
                 with gr.Column(visible=False) as local_box:
                     model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
                                        info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
@@ -182,6 +136,10 @@ def build_run_panel() -> RunPanel:
                     events = incremental_html("events", elem_id="events-view")
     step = gr.Slider(0, 1, value=0, step=1, label="Chunk (the last position is the end of the output)", visible=False,
                      elem_id="step-slider", render=False)  # fmt: skip
-    return RunPanel(runner, recorded_box, simulated_box, local_box, remote_box, sampling_box, pace_box, recording, pasted,
-                    tokens_per_second, model, max_new_tokens, temperature, top_p, seed, remote_url, remote_model, api_key,
-                    run, stop, legend, stream, stats, diagnostics, message, events, step)  # fmt: skip
+    return dict(
+        runner=runner, recorded_box=recorded_box, simulated_box=simulated_box, local_box=local_box,
+        remote_box=remote_box, sampling_box=sampling_box, pace_box=pace_box, recording=recording, pasted=pasted,
+        tokens_per_second=tokens_per_second, model=model, max_new_tokens=max_new_tokens, temperature=temperature,
+        top_p=top_p, seed=seed, remote_url=remote_url, remote_model=remote_model, api_key=api_key, run=run, stop=stop,
+        legend=legend, stream=stream, stats=stats, run_diagnostics=diagnostics, message=message, events=events, step=step,
+    )  # fmt: skip

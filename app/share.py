@@ -10,12 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .case_panel import CaseForm
-from .run_panel import read_settings
+from .run_stream import read_settings
 from .state import Session, encode_workspace
 from .workbench import sync
-
-SETTINGS_SIZE = 11  # `RunPanel.settings`
 
 STORAGE_KEY = "template-playground/workspace"
 
@@ -33,16 +30,15 @@ SAVE_JS = f"""(code) => {{ if (code) {{ try {{ window.localStorage.setItem({STOR
 LINK_JS = """(code) => code ? window.location.origin + window.location.pathname + '#s=' + code : ''"""
 
 
-def share_code(session: Session, chat_template: str, response_template: str, form_case: str, *rest: Any) -> str:
-    """The Share button: the editors and run settings (`rest`: the settings, then the case form)
-    as a share code; the page turns it into a link."""
-    settings, form = rest[:SETTINGS_SIZE], rest[SETTINGS_SIZE:]
-    sync(session, chat_template, response_template, form_case, CaseForm.from_values(form))
-    session.workspace.run = read_settings(*settings)
-    return encode_workspace(session.workspace)
+def share_code(session: Session, chat_template: str, response_template: str, form_case: str, **values: Any) -> dict[str, str]:
+    """The Share button: the editors, the case form and the run settings (`values`, by name) as a
+    share code; the page turns it into a link."""
+    sync(session, chat_template, response_template, form_case, values)
+    session.workspace.run = read_settings(**values)
+    return {"share_code": encode_workspace(session.workspace)}
 
 
-def save_settings(session: Session, *settings: Any) -> str:
+def save_settings(session: Session, **settings: Any) -> dict[str, str]:
     """A run setting changed: keep it in the workspace; returns the code browser storage saves."""
-    session.workspace.run = read_settings(*settings)
-    return encode_workspace(session.workspace)
+    session.workspace.run = read_settings(**settings)
+    return {"saved_code": encode_workspace(session.workspace)}

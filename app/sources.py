@@ -12,9 +12,9 @@ from pathlib import Path
 from engine.diagnostics import Diagnostic
 from engine.presets import load_preset, preset_names
 
-from .state import Workspace, decode_workspace
+from engine.workspace import Workspace
 
-DEFAULT_PRESET = "smollm3"
+from .state import decode_workspace
 
 
 @cache
@@ -27,13 +27,6 @@ def preset_choices() -> list[tuple[str, str]]:
         except (KeyError, ValueError, OSError):
             continue
     return choices
-
-
-def default_preset() -> str:
-    names = [name for _, name in preset_choices()]
-    if DEFAULT_PRESET in names:
-        return DEFAULT_PRESET
-    return names[0] if names else ""
 
 
 def from_preset(name: str) -> tuple[Workspace | None, list[Diagnostic]]:
@@ -78,6 +71,7 @@ def with_templates(current: Workspace, chat_template: str | dict | None, respons
         response_template=response,
         special_tokens=dict(special_tokens) or dict(current.special_tokens),
         kwarg_specs=specs,
+        round_trip_differences={},  # a preset's intended differences do not carry over to other templates
         other_templates=others,
     )
     return workspace, notes
@@ -102,50 +96,17 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
 
 
 def from_files(current: Workspace, paths: list[str]) -> tuple[Workspace | None, list[Diagnostic]]:
-    """Uploaded files: `chat_template.jinja` (or any .jinja), `tokenizer_config.json`, and a bare
-    response template JSON (`response_template.json`), read with the Hub loader's precedence."""
-    from engine.hub import read_templates
+    """Uploaded files, read by the engine (`engine.hub.read_uploads`)."""
+    from engine.hub import read_uploads
 
     if not paths:
         return None, [Diagnostic("error", "No files uploaded.", "hub")]
-    files: dict[str, bytes] = {}
-    templates: list[tuple[str, bytes]] = []
-    response_text: str | None = None
-    problems: list[Diagnostic] = []
-    for path in paths:
-        name = Path(path).name
-        data = Path(path).read_bytes()
-        if name.endswith(".jinja"):
-            templates.append((name, data))
-        elif name in ("tokenizer_config.json", "special_tokens_map.json", "chat_template.json"):
-            files[name] = data
-        elif name.endswith(".json"):
-            try:
-                text = data.decode("utf-8")
-                spec = json.loads(text)
-            except (UnicodeDecodeError, json.JSONDecodeError) as e:
-                problems.append(Diagnostic("error", f"{name} is not valid JSON: {e}", "hub"))
-                continue
-            if isinstance(spec, dict) and "fields" in spec:
-                response_text = text
-            elif isinstance(spec, dict):
-                files["tokenizer_config.json"] = data
-        else:
-            problems.append(Diagnostic("warning", f"{name}: expected chat_template.jinja, tokenizer_config.json or "
-                                       "a response template .json; ignored.", "hub"))  # fmt: skip
-    # chat_template.jinja is the main template; with no file of that name, a single .jinja is.
-    main = next((t for t in templates if t[0] == "chat_template.jinja"), templates[0] if len(templates) == 1 else None)
-    for name, data in templates:
-        key = "chat_template.jinja" if (name, data) == main else f"additional_chat_templates/{name}"
-        files[key] = data
-    found = read_templates(files) if files else None
-    chat = found.chat_template if found else None
-    response = response_text if response_text is not None else (found.response_template if found else None)
-    if chat is None and response is None:
-        return None, problems + (found.diagnostics if found else []) + [Diagnostic("error", "No template found in the uploaded files.", "hub")]
-    diagnostics = problems + [d for d in (found.diagnostics if found else []) if not (chat is None and "No chat template" in d.message)]
-    workspace, notes = with_templates(current, chat, response, found.special_tokens if found else {}, "The uploaded files")
-    return workspace, diagnostics + notes
+    found = read_uploads({Path(path).name: Path(path).read_bytes() for path in paths})
+    if found.chat_template is None and found.response_template is None:
+        return None, found.diagnostics
+    workspace, notes = with_templates(current, found.chat_template, found.response_template, found.special_tokens,
+                                      "The uploaded files")
+    return workspace, found.diagnostics + notes
 
 
 def restore(boot: str) -> tuple[Workspace | None, str]:

@@ -17,6 +17,11 @@ from .state import Session
 EMPTY = '<div class="step-empty">Run something, then move the slider to replay it chunk by chunk.</div>'
 
 
+def step_through(session: Session, step: float) -> dict[str, str]:
+    """The slider moved: the step-through view at that position."""
+    return {"step_view": step_view(session, step)}
+
+
 def step_view(session: Session, position: float) -> str:
     """The state after `position` chunks of the last run (past the last chunk: after the end of
     the output, when the parser closes what is still open)."""

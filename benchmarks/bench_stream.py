@@ -26,7 +26,8 @@ import time
 from gradio.utils import diff
 
 from app import run_panel, run_stream
-from app.state import RunSettings, Session, Workspace
+from app.state import Session
+from engine.workspace import RunSettings, Workspace
 from engine.cases import Case, Recording
 from engine.runners import split_tokens
 from tests.test_app_support import CHATML, RESPONSE

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .render import RenderResult, render
@@ -65,6 +65,12 @@ class Recording:
     def from_dict(cls, data: dict) -> Recording:
         return cls(**data)
 
+    def differences(self, message: dict) -> list[str]:
+        """The fields where `message` differs from the expected message (none when it has none)."""
+        if self.expected is None:
+            return []
+        return sorted(k for k in set(message) | set(self.expected) if message.get(k) != self.expected.get(k))
+
 
 def render_case(
     chat_template: str | dict[str, str],
@@ -86,3 +92,23 @@ def render_case(
         special_tokens={**(special_tokens or {}), **case.special_tokens},
         timeout=timeout,
     )
+
+
+def generation_start(
+    chat_template: str | dict[str, str],
+    case: Case,
+    prompt: str,
+    special_tokens: dict | None = None,
+    template_kwargs: dict | None = None,
+    timeout: float | None = None,
+) -> int | None:
+    """Where the generation prompt begins in `prompt` (the case rendered with it): the case rendered
+    without it must be a strict prefix of `prompt`. None when the case has no generation prompt, or
+    the template renders the earlier turns differently without it (no clean boundary to show)."""
+    if not case.add_generation_prompt:
+        return None
+    without = render_case(chat_template, replace(case, add_generation_prompt=False), special_tokens, template_kwargs,
+                          timeout=timeout)
+    if without.prompt is not None and len(without.prompt) < len(prompt) and prompt.startswith(without.prompt):
+        return len(without.prompt)
+    return None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import traceback
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
@@ -91,11 +92,12 @@ def render(
     With `timeout` (seconds), rendering runs in a killable worker process with a memory cap
     (engine.sandbox): what the app does, since templates are untrusted code."""
     if timeout is not None:
+        plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
         return _render_bounded(
             timeout,
             chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
-            template_kwargs=template_kwargs, special_tokens=special_tokens, template_name=template_name,
+            template_name=template_name, **plain,
         )  # fmt: skip
     problems = _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
@@ -270,7 +272,7 @@ def _check_inputs(
         if not isinstance(documents, list) or not all(isinstance(d, dict) for d in documents):
             bad("documents must be a list of objects (usually with 'title' and 'text').")
     for label, value in (("template kwargs", template_kwargs), ("special tokens", special_tokens)):
-        if value is not None and not isinstance(value, dict):
+        if value is not None and not isinstance(value, Mapping):
             bad(f"{label} must be an object, got {type(value).__name__}.")
         elif value and (clash := sorted(RESERVED_KWARGS & set(value))):
             bad(f"{label} cannot set {', '.join(clash)}: the renderer passes these itself.")

@@ -186,3 +186,13 @@ def key_offsets(text: str) -> dict[tuple, int]:
     except (ValueError, IndexError):
         return {}
     return offsets
+
+
+def literal_delimiters(template: ResponseTemplate) -> set[str]:
+    """The literal open/close delimiters of a compiled response template (regex delimiters have
+    none): text the prompt view boxes as the tokens they are."""
+    found: set[str] = set()
+    for spec in template.fields.values():
+        for literals in (spec.open_literals, spec.close_literals):
+            found.update(text.strip() for text in literals or () if text.strip())
+    return found

@@ -15,6 +15,7 @@ from engine.cases import Case, render_case
 from engine.presets import Preset
 from engine.render import RenderResult, render
 from engine.trace import trace_text
+from engine.workspace import passed_kwargs
 
 
 class FrozenDate(datetime):
@@ -44,7 +45,7 @@ def rendered(preset: Preset, case_or_name: Case | str, **changes) -> RenderResul
     preset's special tokens and default kwargs; the case's own kwargs win."""
     case = preset.case(case_or_name) if isinstance(case_or_name, str) else case_or_name
     case = dataclasses.replace(case, **changes)
-    return render_case(preset.chat_template, case, preset.special_tokens, preset.default_kwargs())
+    return render_case(preset.chat_template, case, preset.special_tokens, passed_kwargs(preset.kwarg_specs()))
 
 
 def prompt_for(preset: Preset, case_or_name: Case | str, **changes) -> str:

@@ -8,17 +8,19 @@ import gradio as gr
 from app.checks_panel import run_all_checks, show_location
 from app.page import pick_preset
 from app.run_stream import stream_run
-from app.state import RunSettings, Session
-from tests.test_app_support import form_values, session
+from app.state import Session
+from engine.workspace import RunSettings
+from tests.test_app_support import edited, session
 
 
 def run_checks_on(sess: Session, chat: str | None = None) -> tuple:
-    ws = sess.workspace
-    return run_all_checks(sess, ws.chat_template if chat is None else chat, ws.response_template, ws.case_name, *form_values(sess))
+    out = run_all_checks(**edited(sess, chat))
+    return out["checks_summary"], out["checks_table"], out["checks_diagnostics"]
 
 
 def click(sess: Session, row: int) -> tuple[str, str]:
-    return show_location(sess, gr.SelectData(None, {"index": [row, 0], "value": "", "selected": True}))
+    out = show_location(sess, gr.SelectData(None, {"index": [row, 0], "value": "", "selected": True}))
+    return out["check_detail"], out["check_jump"]
 
 
 def test_checks_run_on_a_preset_and_a_lint_points_at_its_line():
@@ -64,3 +66,16 @@ def test_checks_on_a_runaway_template_stop_with_a_message(monkeypatch):
     sess = session()
     summary, rows, _ = run_checks_on(sess, chat="{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}")
     assert "The checks stopped" in summary and "took longer than 3 s" in summary and rows == []
+
+
+def test_the_checks_tab_and_check_preset_pass_the_same_kwargs():
+    """One function decides which template kwargs a check passes (None defaults are left out), so
+    the Checks tab and `python -m engine check --preset` judge a preset identically."""
+    from engine.checks import run_preset_checks
+
+    for name in ("smollm3", "gpt-oss"):  # smollm3 declares kwargs whose default is None (not passed)
+        sess = Session.empty()
+        pick_preset(sess, name)
+        summary, rows, _ = run_checks_on(sess)
+        cli = run_preset_checks(name, random_splits=100)
+        assert [(r[0], r[1], r[2]) for r in rows] == [(c.status, c.name, c.subject or "") for c in cli.checks]

@@ -45,7 +45,8 @@ def test_response_template_json_error_is_reported_at_its_line_and_column():
     sess = session()
     broken = RESPONSE.replace('"close": "</think>",', '"close": "</think>" ', 1)  # missing comma on line 7
     line = next(i for i, text in enumerate(broken.splitlines(), 1) if '"close": "</think>" ' in text)
-    chat_html, response_html, *_ = refresh_with(sess, response=broken)
+    out = refresh_with(sess, response=broken)
+    chat_html, response_html = out["chat_diagnostics"], out["response_diagnostics"]
     assert "Invalid JSON" in response_html
     assert f"line {line + 1}" in response_html  # json reports the token after the missing comma
     assert "Chat template renders this case" in chat_html
@@ -55,17 +56,19 @@ def test_response_template_validation_error_names_the_line_of_the_field():
     sess = session()
     broken = RESPONSE.replace('"content": "json"', '"content": "jsn"')
     line = next(i for i, text in enumerate(broken.splitlines(), 1) if '"jsn"' in text)
-    _, response_html, *_ = refresh_with(sess, response=broken)
+    response_html = refresh_with(sess, response=broken)["response_diagnostics"]
     assert 'class="diag error"' in response_html and "unknown content parser" in response_html
     assert f"line {line}," in response_html
 
 
 def test_chat_template_error_keeps_the_last_good_prompt_marked_stale():
     sess = session()
-    _, _, _, good_prompt, info, _ = refresh_with(sess)
+    good = refresh_with(sess)
+    good_prompt, info = good["prompt"], good["prompt_info"]
     assert "Hi!" in good_prompt and "not rendered" not in info
     broken = CHATML.replace("{%- endfor -%}", "{%- endfo -%}")
-    chat_html, _, _, prompt_html, info, _ = refresh_with(sess, chat=broken)
+    out = refresh_with(sess, chat=broken)
+    chat_html, prompt_html, info = out["chat_diagnostics"], out["prompt"], out["prompt_info"]
     assert "Jinja syntax error" in chat_html and "line 3" in chat_html
     assert "stale-banner" in prompt_html and "Hi!" in prompt_html  # the last good prompt stays
     assert "not rendered" in info
@@ -75,7 +78,7 @@ def test_chat_template_error_keeps_the_last_good_prompt_marked_stale():
 def test_template_that_raises_becomes_a_diagnostic():
     sess = session()
     raising = "{{ raise_exception('Only user messages, please.') }}"
-    chat_html, *_ = refresh_with(sess, chat=raising)
+    chat_html = refresh_with(sess, chat=raising)["chat_diagnostics"]
     assert "Only user messages, please." in chat_html
     assert "line 1" in chat_html
 
@@ -98,8 +101,9 @@ def test_an_unexpected_failure_while_rendering_is_a_message(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(workbench, "Trace", broken)
-    chat_html, _, _, prompt_html, info, _ = refresh_with(sess)
-    assert "Unexpected problem while rendering: RuntimeError: boom" in chat_html
+    out = refresh_with(sess)
+    chat_html, prompt_html, info = out["chat_diagnostics"], out["prompt"], out["prompt_info"]
+    assert "Unexpected problem while rendering (RuntimeError)" in chat_html and "boom" not in chat_html
     assert "Hi!" in prompt_html and "not rendered" in info
 
 
@@ -108,13 +112,13 @@ def test_a_runaway_template_becomes_a_message_and_the_page_keeps_working():
     import app.workbench
 
     sess = session()
-    good_html = refresh_with(sess, chat=CHATML)[0]
+    good_html = refresh_with(sess, chat=CHATML)["chat_diagnostics"]
     runaway = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
     original, app.workbench.RENDER_TIMEOUT = app.workbench.RENDER_TIMEOUT, 2.0
     try:
-        chat_html, *_ = refresh_with(sess, chat=runaway)
+        chat_html = refresh_with(sess, chat=runaway)["chat_diagnostics"]
     finally:
         app.workbench.RENDER_TIMEOUT = original
     assert "took longer than 2 s" in chat_html
     assert sess.workspace.chat_template == runaway  # nothing the user typed is lost
-    assert refresh_with(sess, chat=CHATML)[0] == good_html  # and the next render works
+    assert refresh_with(sess, chat=CHATML)["chat_diagnostics"] == good_html  # and the next render works

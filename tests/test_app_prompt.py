@@ -59,7 +59,7 @@ def test_missing_start_anchor_is_a_response_template_warning():
 
 def test_message_text_is_escaped():
     sess = session()
-    _, _, _, prompt, *_ = refresh_with(sess, messages='[{"role": "user", "content": "<script>alert(1)</script> & <b>"}]')
+    prompt = refresh_with(sess, messages='[{"role": "user", "content": "<script>alert(1)</script> & <b>"}]')["prompt"]
     assert "<script>" not in prompt and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; &lt;b&gt;" in prompt
 
 
@@ -70,15 +70,17 @@ def test_overlapping_layers_keep_every_class():
     assert '<span class="gen seg body f0 from-prompt">cd</span>' in out
 
 
-def test_token_count_uses_the_loaded_tokenizer(monkeypatch):
-    import engine.runners
+class Words:
+    """A stand-in tokenizer: one token per whitespace-separated word."""
 
-    class Words:
-        def __call__(self, text, add_special_tokens=False):
-            return {"input_ids": text.split()}
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": text.split()}
 
-    monkeypatch.setattr(engine.runners, "loaded_tokenizer", lambda: Words())
-    view = build_prompt_view(session(), show_whitespace=False)
+
+def test_token_count_uses_the_sessions_own_tokenizer():
+    counted = session()
+    counted.tokenizer = Words()  # what a local run leaves in the session that ran it
+    view = build_prompt_view(counted, show_whitespace=False)
     assert "3 tokens" in view.info  # "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n" splits in 3
-    monkeypatch.setattr(engine.runners, "loaded_tokenizer", lambda: None)
-    assert "token count: load a local model" in build_prompt_view(session(), show_whitespace=False).info
+    # Another visitor, who loaded no model, is not counted with the first visitor's tokenizer.
+    assert "token count: run a local model" in build_prompt_view(session(), show_whitespace=False).info

@@ -10,7 +10,7 @@ import pytest
 
 from app.publish_panel import diff_html, download_zip, open_pull_request, preview
 from tests.fake_hub import FakeHub, no_ambient_credentials  # noqa: F401 - an autouse fixture
-from tests.test_app_support import CHATML, RESPONSE, form_values, session
+from tests.test_app_support import CHATML, RESPONSE, edited, session
 
 TOKEN = "hf_app_publish_secret_token_0123"
 REPO = "author/tiny-chat"
@@ -29,14 +29,14 @@ def hub(monkeypatch):
         yield server
 
 
-def args(sess):
-    ws = sess.workspace
-    return sess, ws.chat_template, ws.response_template, ws.case_name
+def publish_inputs(sess, repo: str = REPO, token: str = "", **more):
+    return dict(edited(sess), publish_repo=repo, publish_revision="", publish_token=token, oauth=None, **more)
 
 
 def test_preview_shows_the_diff_title_and_a_zip(hub):
     sess = session()
-    diff, title, description, messages, archive = preview(*args(sess), REPO, "", "", None, *form_values(sess))
+    out = preview(**publish_inputs(sess))
+    diff, title, messages, archive = out["publish_diff"], out["publish_title"], out["publish_messages"], out["publish_zip"]
     assert "chat_template.jinja" in diff and "tokenizer_config.json" in diff
     assert '<div class="add">+' in diff and "&lt;|im_start|&gt;" in diff  # escaped template text
     assert isinstance(title, str) and title and "Ready" in messages
@@ -47,7 +47,8 @@ def test_preview_shows_the_diff_title_and_a_zip(hub):
 
 def test_open_pull_request_with_a_pasted_token(hub):
     sess = session()
-    out = open_pull_request(*args(sess), REPO, "", "Update templates", "From the playground", TOKEN, None, *form_values(sess))
+    out = open_pull_request(**publish_inputs(sess, token=TOKEN, publish_title="Update templates",
+                                             publish_description="From the playground"))["publish_messages"]
     assert "Pull request opened" in out and f"/{REPO}/discussions/1" in out
     assert "refs/pr/1" in hub.repos[REPO].refs
     assert hub.files_at(REPO, "refs/pr/1")["chat_template.jinja"].decode() == CHATML
@@ -58,17 +59,18 @@ def test_open_pull_request_with_a_pasted_token(hub):
 
 def test_publishing_without_a_token_or_to_a_missing_repo_is_a_message(hub):
     sess = session()
-    out = open_pull_request(*args(sess), REPO, "", "t", "d", "", None, *form_values(sess))
+    out = open_pull_request(**publish_inputs(sess, publish_title="t", publish_description="d"))["publish_messages"]
     assert 'class="diag error"' in out and "signed in" in out
-    out = open_pull_request(*args(sess), "author/nope", "", "t", "d", TOKEN, None, *form_values(sess))
+    out = open_pull_request(**publish_inputs(sess, "author/nope", TOKEN, publish_title="t", publish_description="d"))["publish_messages"]
     assert 'class="diag error"' in out and TOKEN not in out
-    _, _, _, messages, archive = preview(*args(sess), "", "", "", None, *form_values(sess))
-    assert "Enter the model repo id" in messages and archive is None
+    out = preview(**publish_inputs(sess, ""))
+    assert "Enter the model repo id" in out["publish_messages"] and out["publish_zip"] is None
 
 
 def test_download_zip_without_a_repo():
     sess = session()
-    path = download_zip(*args(sess), *form_values(sess))
+    path = download_zip(**edited(sess))["publish_zip"]
+    assert path.endswith("/templates.zip")  # not "templates-templates.zip"
     with zipfile.ZipFile(path) as z:
         assert sorted(z.namelist()) == ["chat_template.jinja", "tokenizer_config.json"]
 
@@ -77,3 +79,11 @@ def test_diff_html_classes():
     out = diff_html("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-old\n+<new>\n")
     assert '<div class="del">-old</div>' in out and '<div class="add">+&lt;new&gt;</div>' in out
     assert diff_html("") == '<div class="diff-empty">No changes.</div>'
+    assert "No changes" not in diff_html("", computed=False)
+
+
+def test_a_diff_that_could_not_be_computed_is_not_an_empty_diff(monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = preview(**publish_inputs(session(), token=TOKEN))
+    assert "No changes" not in out["publish_diff"] and "could not be read" in out["publish_diff"]
+    assert 'class="diag error"' in out["publish_messages"] and out["publish_zip"] is None

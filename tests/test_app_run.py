@@ -15,8 +15,9 @@ import pytest
 from app.live_views import PagedHtml, view_html
 from app.run_panel import request_stop, run_callback
 from app.run_stream import RunUpdate, stream_run
-from app.state import PASTED, RunSettings, Session
-from tests.test_app_support import EXPECTED, OUTPUT, form_values, session
+from app.state import Session
+from engine.workspace import PASTED, RunSettings
+from tests.test_app_support import EXPECTED, OUTPUT, edited, session, settings_values
 
 
 def visible_text(fragment: str) -> str:
@@ -80,15 +81,12 @@ def test_pending_text_is_dimmed_at_the_tail_while_it_may_be_a_delimiter():
 
     trace = Trace(json.loads(sess.workspace.response_template), prompt="<|im_start|>assistant\n")
     view = StreamView("r", field_classes(trace.template.fields))
-    for chunk in ("Hello <|im",):
-        trace.feed(chunk)
-        view.feed(chunk)
-    value = view.update(trace.segments())
+    trace.feed("Hello <|im")
+    value = view.update(trace.output, trace.segments())
     assert 'class="seg pending f0"' in value["tail"] and "&lt;|im" in value["tail"]
     assert "Hello " in value["pages"][-1] and "&lt;|im" not in "".join(value["pages"])
     trace.feed("_end|>")
-    view.feed("_end|>")
-    value = view.update(trace.segments())
+    value = view.update(trace.output, trace.segments())
     assert value["tail"] == "" and "seg delim close f0" in value["pages"][-1]
 
 
@@ -197,15 +195,12 @@ def test_broken_templates_refuse_to_run_and_keep_the_last_run():
 
 def test_run_callback_syncs_the_editors_and_reports_case_errors():
     sess = session()
-    ws = sess.workspace
-    form = form_values(sess)
-    settings = ["recorded", "think then answer", "", 0, "", 16, 0.7, 0.9, 0, "http://127.0.0.1:1", "", ""]
-    outputs = list(run_callback(sess, ws.chat_template, ws.response_template, ws.case_name, *settings, *form))
-    assert len(outputs[-1]) == 9
-    assert json.loads(outputs[-1][4]) == EXPECTED
-    form[0] = "[broken"
-    outputs = list(run_callback(sess, ws.chat_template, ws.response_template, ws.case_name, *settings, *form))
-    assert len(outputs) == 1 and "The case has errors" in outputs[0][3]
+    settings = settings_values(RunSettings(recording="think then answer", tokens_per_second=0))
+    outputs = list(run_callback(**edited(sess), **settings, api_key=""))
+    assert set().union(*outputs) == {"stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop"}
+    assert json.loads(outputs[-1]["message"]) == EXPECTED
+    outputs = list(run_callback(**edited(sess, messages="[broken"), **settings, api_key=""))
+    assert len(outputs) == 1 and "The case has errors" in outputs[0]["run_diagnostics"]
 
 
 def test_two_sessions_run_at_once_without_seeing_each_other():
@@ -230,10 +225,10 @@ def test_two_sessions_run_at_once_without_seeing_each_other():
 def test_a_fresh_session_can_run_before_the_page_load_fills_it():
     """Gradio may hand an event that races the page load its own fresh copy of the session state:
     that copy holds the default preset (what the page shows), so a run works instead of failing."""
-    from app.sources import default_preset
+    from app.state import DEFAULT_PRESET
 
     fresh = Session.empty()
-    assert fresh.workspace.preset == default_preset() and fresh.workspace.recordings
+    assert fresh.workspace.preset == DEFAULT_PRESET and fresh.workspace.recordings
     final = list(stream_run(fresh, RunSettings(recording=fresh.workspace.recordings[0].name, tokens_per_second=0)))[-1]
     assert "done" in final.stats
 
@@ -242,3 +237,35 @@ def test_a_run_that_cannot_start_says_failed():
     sess = session()
     updates = list(stream_run(sess, RunSettings(recording="no such recording", tokens_per_second=0)))
     assert len(updates) == 1 and "failed" in updates[0].stats and "No recording named" in updates[0].diagnostics
+
+
+class Words:
+    """A stand-in tokenizer that cuts at spaces (offsets included, as a fast tokenizer gives)."""
+
+    def __call__(self, text, add_special_tokens=False, return_offsets_mapping=False):
+        offsets, start = [], 0
+        for word in text.split(" "):
+            offsets.append((start, start + len(word) + 1))
+            start += len(word) + 1
+        return {"input_ids": list(range(len(offsets))), "offset_mapping": offsets}
+
+
+def test_a_replay_is_split_by_the_sessions_own_tokenizer_only():
+    """A visitor who ran a local model replays in that model's tokens; another visitor's replays
+    are not touched by it (they use the word-sized fallback)."""
+    with_model, without = session(), session()
+    with_model.tokenizer = Words()
+    split = run_all(with_model, RunSettings(recording="think then answer", tokens_per_second=0))
+    plain = run_all(without, RunSettings(recording="think then answer", tokens_per_second=0))
+    assert "".join(with_model.last_run.chunks) == "".join(without.last_run.chunks) == OUTPUT
+    words = OUTPUT.split(" ")
+    assert with_model.last_run.chunks == [w + " " for w in words[:-1]] + [words[-1]]
+    assert without.last_run.chunks != with_model.last_run.chunks
+    assert json.loads(split[-1].message) == json.loads(plain[-1].message) == EXPECTED
+
+
+def test_pace_zero_is_reported_as_an_instant_replay():
+    final = run_all(session(), RunSettings(recording="think then answer", tokens_per_second=0))[-1]
+    assert "instant replay" in final.stats and "tokens/s" in final.stats
+    paced = run_all(session(), RunSettings(recording="think then answer", tokens_per_second=500))[-1]
+    assert "instant replay" not in paced.stats

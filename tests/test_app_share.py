@@ -10,17 +10,18 @@ import zlib
 from app.run_stream import stream_run
 from app.share import BOOT_JS, LINK_JS, SAVE_JS, STORAGE_KEY, save_settings, share_code
 from app.sources import restore
-from app.state import RunSettings, decode_workspace, encode_workspace
-from tests.test_app_support import CHATML, form_values, session, with_form
+from app.state import decode_workspace, encode_workspace
+from engine.workspace import RunSettings
+from tests.test_app_support import CHATML, edited, session, settings_values
 
 
 def test_share_code_round_trips_templates_cases_and_settings_exactly():
     sess = session()
     sess.workspace.chat_template = "\n  " + CHATML + "\n\n"  # whitespace at both ends survives
     ws = sess.workspace
-    settings = ["simulated", "think then answer", "", 12, "", 256, 0.3, 0.9, 0, "http://127.0.0.1:8000/v1", ""]
-    code = share_code(sess, ws.chat_template, ws.response_template, ws.case_name, *settings,
-                      *with_form(sess, messages='[{"role": "user", "content": "Shared ünïcode ✓"}]'))  # fmt: skip
+    settings = settings_values(RunSettings(runner="simulated", recording="think then answer", tokens_per_second=12,
+                                           temperature=0.3))
+    code = share_code(**edited(sess, messages='[{"role": "user", "content": "Shared ünïcode ✓"}]'), **settings)["share_code"]
     assert set(code) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     restored, problem = decode_workspace(code)
     assert problem is None
@@ -38,9 +39,8 @@ def test_a_token_never_enters_the_share_code():
     sess = session()
     secret = "hf_SECRETsecretSECRET123"
     list(stream_run(sess, RunSettings(runner="remote", remote_url="http://127.0.0.1:1", remote_model="m"), api_key=secret, interval=0))
-    settings = ["remote", "", "", 0, "", 16, 0.7, 0.9, 0, "http://127.0.0.1:1", "m"]
-    code = share_code(sess, sess.workspace.chat_template, sess.workspace.response_template, sess.workspace.case_name,
-                      *settings, *form_values(sess))  # fmt: skip
+    settings = settings_values(RunSettings(runner="remote", remote_url="http://127.0.0.1:1", remote_model="m"))
+    code = share_code(**edited(sess), **settings)["share_code"]
     raw = zlib.decompress(base64.urlsafe_b64decode(code + "=" * (-len(code) % 4))).decode()
     assert secret not in raw and "api_key" not in raw
     assert sess.workspace.run.remote_url == "http://127.0.0.1:1"  # settings do travel
@@ -72,7 +72,8 @@ def test_restore_prefers_the_link_then_the_saved_copy():
 
 def test_run_settings_are_saved_when_they_change():
     sess = session()
-    code = save_settings(sess, "local", "", "", 5, "my/model", 64, 0.2, 0.8, 7, "", "")
+    settings = settings_values(RunSettings(runner="local", model="my/model", max_new_tokens=64, seed=7))
+    code = save_settings(sess, **settings)["saved_code"]
     restored, _ = decode_workspace(code)
     assert restored.run.runner == "local" and restored.run.model == "my/model" and restored.run.seed == 7
 

@@ -11,7 +11,8 @@ import pytest
 from app import page
 from app.run_stream import stream_run
 from app.sources import from_files, from_hub, from_preset, preset_choices
-from app.state import PASTED, RunSettings, Session
+from app.state import Session
+from engine.workspace import PASTED, RunSettings
 from app.workbench import build_prompt_view
 from engine.presets import load_preset, preset_names
 from tests.test_app_support import CHATML, RESPONSE, form_values, session
@@ -27,9 +28,9 @@ def test_preset_picker_lists_every_preset_with_blank_last():
 def test_every_preset_fills_the_page_renders_and_replays_its_recordings(name):
     sess = Session.empty()
     values = page.pick_preset(sess, name)
-    assert len(values) == page._FILL_SIZE
+    assert set(values) == set(page.FILL)
     preset = load_preset(name)
-    assert values[1] == preset.chat_template and values[2] == preset.response_template  # exact, unstripped
+    assert values["chat_template"] == preset.chat_template and values["response_template"] == preset.response_template  # exact
     for case in preset.cases:
         sess.workspace.case_name = case.name
         view = build_prompt_view(sess, show_whitespace=False)
@@ -53,8 +54,7 @@ def test_a_broken_preset_name_is_a_message():
     workspace, problems = from_preset("no-such-preset")
     assert workspace is None and "cannot be loaded" in problems[0].message
     values = page.pick_preset(Session.empty(), "no-such-preset")
-    assert "cannot be loaded" in values[page.STATUS_INDEX]
-    assert all(v == gr.skip() for i, v in enumerate(values) if i != page.STATUS_INDEX)
+    assert values.keys() == {"status"} and "cannot be loaded" in values["status"]  # the rest stays as it was
 
 
 def write(folder, name, text):
@@ -84,7 +84,7 @@ def test_load_files_accepts_a_bare_response_template_and_reports_junk(tmp_path):
     workspace, problems = from_files(current, [write(tmp_path, "broken.json", "{")])
     assert workspace is None and any("not valid JSON" in d.message for d in problems)
     values = page.load_files(Session.empty(), [])
-    assert "No files uploaded" in values[page.STATUS_INDEX]
+    assert "No files uploaded" in values["status"]
 
 
 def test_load_from_a_folder_laid_out_like_a_repo(tmp_path):
@@ -102,26 +102,26 @@ def test_load_from_hub_failures_are_messages(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     values = page.load_hub(Session.empty(), "", "")
-    assert "Enter a repo id" in values[page.STATUS_INDEX]
+    assert "Enter a repo id" in values["status"]
     values = page.load_hub(Session.empty(), "not a valid id!!", "")
-    assert 'class="diag error"' in values[page.STATUS_INDEX]
+    assert 'class="diag error"' in values["status"]
 
 
 def test_page_load_restores_or_falls_back_to_the_default_preset():
     sess = Session.empty()
     values = page.restore_page(sess, json.dumps({"hash": "", "saved": None}))
-    assert len(values) == page._FILL_SIZE and sess.workspace.preset == "smollm3"
-    assert values[0]["value"] == "smollm3"
+    assert set(values) == set(page.FILL) and sess.workspace.preset == "smollm3"
+    assert values["preset"]["value"] == "smollm3"
 
 
 def test_pick_recording_shows_its_case():
     sess = session()
     sess.workspace.recordings[0].case = "thinking"
-    out = page.pick_recording(sess, "think then answer", "greeting", *form_values(sess))
-    assert out[1] == "thinking" and sess.workspace.case_name == "thinking"
-    assert out[-1]["visible"] is False
-    out = page.pick_recording(sess, PASTED, "thinking", *form_values(sess))
-    assert out[-1]["visible"] is True
+    out = page.pick_recording(sess, recording="think then answer", form_case="greeting", **form_values(sess))
+    assert out["case_name"] == "thinking" and sess.workspace.case_name == "thinking"
+    assert out["pasted"]["visible"] is False
+    out = page.pick_recording(sess, recording=PASTED, form_case="thinking", **form_values(sess))
+    assert out["pasted"]["visible"] is True
 
 
 def test_the_page_builds_with_one_state_per_session():

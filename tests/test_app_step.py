@@ -6,7 +6,8 @@ import html
 import re
 
 from app.run_stream import stream_run
-from app.state import LastRun, PASTED, RunSettings
+from app.state import LastRun
+from engine.workspace import PASTED, RunSettings
 from app.step_panel import EMPTY, step_view
 from tests.test_app_support import RESPONSE, session
 

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.case_form import FORM_FIELDS
 from app.case_panel import form_updates
-from app.state import RunSettings, Session, Workspace
+from app.state import Session
+from engine.workspace import RunSettings, Workspace
 from engine.cases import Case, Recording
 from tests.trace_cases import SMOL
 
@@ -59,35 +61,35 @@ def plain(update: Any) -> Any:
     return update.get("value") if isinstance(update, dict) else update
 
 
-def form_values(sess: Session) -> list:
-    """The case form's values as the page sends them for the current case."""
-    return [plain(u) for u in form_updates(sess.workspace, sess.workspace.case)]
+def form_values(sess: Session, **edits: Any) -> dict[str, Any]:
+    """The case form's values, by control name, as the page sends them for the current case, with
+    some replaced (messages, tools, documents, add_generation_prompt, continue_final_message,
+    extra_kwargs, or a slot such as kw_bool_0)."""
+    values = {name: plain(update) for name, update in form_updates(sess.workspace, sess.workspace.case).items()}
+    unknown = set(edits) - set(FORM_FIELDS)
+    if unknown:
+        raise KeyError(sorted(unknown))
+    return {**values, **edits}
 
 
-def with_form(sess: Session, **edits: Any) -> list:
-    """Form values with some fields replaced (messages, tools, documents, add_generation_prompt,
-    continue_final_message, extra_kwargs, or bool0 / choice0 / text0 slot values)."""
-    values = form_values(sess)
-    order = ["messages", "tools", "documents", "add_generation_prompt", "continue_final_message", "extra_kwargs"]
-    from app.case_panel import BOOL_SLOTS, CHOICE_SLOTS
-
-    for key, value in edits.items():
-        if key in order:
-            values[order.index(key)] = value
-        elif key.startswith("bool"):
-            values[6 + int(key[4:])] = value
-        elif key.startswith("choice"):
-            values[6 + BOOL_SLOTS + int(key[6:])] = value
-        elif key.startswith("text"):
-            values[6 + BOOL_SLOTS + CHOICE_SLOTS + int(key[4:])] = value
-        else:
-            raise KeyError(key)
-    return values
+def edited(sess: Session, chat: str | None = None, response: str | None = None, **edits: Any) -> dict[str, Any]:
+    """What a button sends: the editors, the case the form shows and the form."""
+    ws = sess.workspace
+    return dict(session=sess, chat_template=ws.chat_template if chat is None else chat,
+                response_template=ws.response_template if response is None else response,
+                form_case=ws.case_name, **form_values(sess, **edits))  # fmt: skip
 
 
-def refresh_with(sess: Session, chat: str | None = None, response: str | None = None, show_ws: bool = False, **edits: Any) -> tuple:
+def refresh_with(sess: Session, chat: str | None = None, response: str | None = None, show_ws: bool = False,
+                 **edits: Any) -> dict[str, Any]:
+    """The page's refresh after an edit, by output name."""
     from app.workbench import refresh
 
-    ws = sess.workspace
-    return refresh(sess, ws.chat_template if chat is None else chat, ws.response_template if response is None else response,
-                   ws.case_name, show_ws, *with_form(sess, **edits))  # fmt: skip
+    return refresh(show_whitespace=show_ws, **edited(sess, chat, response, **edits))
+
+
+def settings_values(settings: RunSettings) -> dict[str, Any]:
+    """The run panel's settings controls, by name, showing `settings`."""
+    from app.run_stream import SETTINGS
+
+    return {name: getattr(settings, name) for name in SETTINGS}

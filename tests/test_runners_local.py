@@ -13,7 +13,7 @@ import pytest
 
 from engine.cases import Case, render_case
 from engine.cli import main
-from engine.runners import LocalRunner, RunnerError, load_model, loaded_model, loaded_tokenizer
+from engine.runners import LocalRunner, RunnerError, held_model, load_model
 from engine.trace import Trace
 from tests.tiny_model import (
     CHATML_RESPONSE_TEMPLATE,
@@ -44,8 +44,7 @@ def prompt() -> str:
 
 def scripted(folder: Path, prompt: str, output: str, **settings) -> LocalRunner:
     """A runner whose random model is forced to write `output` (a `prefix_allowed_tokens_fn`)."""
-    load_model(str(folder))
-    forcing = allow_only(loaded_tokenizer(), prompt, output)
+    forcing = allow_only(load_model(str(folder)).tokenizer, prompt, output)
     return LocalRunner(str(folder), generate_kwargs={"prefix_allowed_tokens_fn": forcing}, **settings)
 
 
@@ -58,7 +57,8 @@ def test_streams_a_scripted_generation_token_by_token_and_parses(model_folder: P
         chunks.append(chunk)
         trace.feed(chunk.text)
     trace.finalize()
-    tokenizer = loaded_tokenizer()
+    tokenizer = runner.tokenizer  # the runner says which tokenizer it ran with
+    assert tokenizer is load_model(str(model_folder)).tokenizer
     ids = tokenizer.encode(SCRIPT, add_special_tokens=False)
     assert "".join(c.text for c in chunks) == SCRIPT  # special tokens kept: they are the delimiters
     assert chunks[0].text == "<think>" and chunks[-1].text == "<|im_end|>"
@@ -78,8 +78,7 @@ def test_streams_a_scripted_generation_token_by_token_and_parses(model_folder: P
 
 def test_prompt_is_tokenized_without_added_special_tokens(model_folder: Path) -> None:
     # A tokenizer that adds a BOS would shift the script by one; the runner must not let it.
-    load_model(str(model_folder))
-    tokenizer = loaded_tokenizer()
+    tokenizer = load_model(str(model_folder)).tokenizer
     text = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
     runner = scripted(model_folder, text, "Hello!<|im_end|>", max_new_tokens=20)
     assert "".join(c.text for c in runner.stream(text)) == "Hello!<|im_end|>"
@@ -99,8 +98,7 @@ def test_max_new_tokens_cuts_the_output(model_folder: Path, prompt: str) -> None
 
 
 def test_stop_ends_generate_promptly_and_the_thread_is_gone(model_folder: Path, prompt: str) -> None:
-    load_model(str(model_folder))
-    word = loaded_tokenizer().encode(" weather", add_special_tokens=False)
+    word = load_model(str(model_folder)).tokenizer.encode(" weather", add_special_tokens=False)
     runner = LocalRunner(str(model_folder), max_new_tokens=100_000, temperature=0,
                          generate_kwargs={"prefix_allowed_tokens_fn": lambda batch, ids: word})  # never ends alone
     stop = threading.Event()
@@ -116,8 +114,7 @@ def test_stop_ends_generate_promptly_and_the_thread_is_gone(model_folder: Path, 
 
 
 def test_closing_the_stream_also_stops_generation(model_folder: Path, prompt: str) -> None:
-    load_model(str(model_folder))
-    word = loaded_tokenizer().encode(" weather", add_special_tokens=False)
+    word = load_model(str(model_folder)).tokenizer.encode(" weather", add_special_tokens=False)
     runner = LocalRunner(str(model_folder), max_new_tokens=100_000,
                          generate_kwargs={"prefix_allowed_tokens_fn": lambda batch, ids: word})
     stream = runner.stream(prompt)
@@ -130,7 +127,7 @@ def test_closing_the_stream_also_stops_generation(model_folder: Path, prompt: st
 def test_one_model_is_held_and_its_tokenizer_is_reachable(model_folder: Path, tmp_path: Path) -> None:
     first = load_model(str(model_folder))
     assert load_model(str(model_folder)) is first  # not loaded twice
-    assert loaded_model() is first and loaded_tokenizer() is first.tokenizer
+    assert held_model() is first
     assert first.device == "cpu" and str(first.dtype) == "torch.float32" and 0 < first.size_gb < 0.01
     results: list = []
     threads = [threading.Thread(target=lambda: results.append(load_model(str(model_folder)))) for _ in range(3)]
@@ -141,16 +138,16 @@ def test_one_model_is_held_and_its_tokenizer_is_reachable(model_folder: Path, tm
     assert all(result is first for result in results)
     copy = shutil.copytree(model_folder, tmp_path / "copy")
     second = load_model(str(copy))  # another model replaces the held one
-    assert second is not first and loaded_model() is second
+    assert second is not first and held_model() is second
 
 
 def test_size_cap_refuses_before_loading(model_folder: Path) -> None:
-    held = loaded_model()
+    held = held_model()
     with pytest.raises(RunnerError) as error:
         list(LocalRunner(str(model_folder) + "/", max_size_gb=1e-6).stream("Hi"))
     assert "GB of weights, over the 1e-06 GB limit" in error.value.diagnostic.message
     assert error.value.diagnostic.source == "runner" and "remote runner" in error.value.diagnostic.hint
-    assert loaded_model() is held  # nothing was loaded or dropped
+    assert held_model() is held  # nothing was loaded or dropped
 
 
 def test_pickled_weights_are_refused(model_folder: Path, tmp_path: Path) -> None:

@@ -17,6 +17,7 @@ from engine.cases import render_case
 from engine.presets import load_preset, preset_names
 from engine.runners import Chunk, RecordedRunner, Runner, RunnerError, split_tokens
 from engine.trace import Trace
+from engine.workspace import passed_kwargs
 from tests.tiny_model import CHATML_RESPONSE_TEMPLATE, CHATML_TEMPLATE, build_tokenizer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +106,7 @@ def test_every_preset_recording_replays_to_its_expected_message(name: str, recor
     preset = load_preset(name)
     recording = preset.recording(recording_name)
     case = preset.case(recording.case)
-    kwargs = {k: v for k, v in preset.default_kwargs().items() if v is not None}
+    kwargs = passed_kwargs(preset.kwarg_specs())
     prompt = render_case(preset.chat_template, case, preset.special_tokens, kwargs).prompt
     assert prompt is not None
     trace = Trace(preset.response_spec, prompt=prompt, tools=case.tools)

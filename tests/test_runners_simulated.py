@@ -15,6 +15,7 @@ from engine.cases import Case, render_case
 from engine.presets import load_preset, preset_names
 from engine.runners import RunnerError, SimulatedRunner, example_value, simulate_message
 from engine.trace import trace_text
+from engine.workspace import passed_kwargs
 from tests.tiny_model import (
     CHATML_RESPONSE_TEMPLATE,
     CHATML_SPECIAL_TOKENS,
@@ -167,7 +168,7 @@ PRESET_CASES = [(name, case.name) for name in preset_names() for case in load_pr
 def test_every_preset_case_simulates_and_round_trips_with_documented_differences(name: str, case_name: str) -> None:
     preset = load_preset(name)
     case = preset.case(case_name)
-    kwargs = {k: v for k, v in preset.default_kwargs().items() if v is not None}
+    kwargs = passed_kwargs(preset.kwarg_specs())
     if not case.add_generation_prompt and not case.continue_final_message:
         runner = SimulatedRunner(preset.chat_template, case, preset.response_template, preset.special_tokens, kwargs)
         with pytest.raises(RunnerError, match="no generation prompt"):

@@ -58,13 +58,21 @@ def run_checks(
     random_splits: int = 200,
     seed: int = 0,
     families: Iterable[str] = FAMILIES,
+    timeout: float | None = None,
 ) -> CheckReport:
     """Run every check (or the named `families`) on a pair of templates. Never raises: inputs that
     cannot be read become diagnostics, and the checks that need them fail with "not run".
 
+    With `timeout` (seconds), the checks run in the killable, memory-capped worker (engine.sandbox),
+    as `render(timeout=)` does: they render and parse untrusted templates many times.
+
     `cases` default to built-in conversations fitted to what the chat template reads; `recordings`
     name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
     are fields the chat template drops on purpose (a preset's), reported as documented, not as bugs."""
+    if timeout is not None:
+        options = dict(locals())
+        options.pop("timeout")
+        return _run_bounded(timeout, options)
     families = [f for f in families if f in FAMILIES]
     report = CheckReport()
     response_text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
@@ -135,18 +143,25 @@ def run_checks(
 
 
 def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:
-    """Every check on a preset, with its cases, recordings, special and stop tokens, default template
-    kwargs and documented round-trip differences."""
+    """Every check on a preset, exactly as the Checks tab runs them on a preset just opened: its
+    cases, recordings, special and stop tokens, template kwargs and intended differences."""
+    from ..workspace import Workspace
+
     preset = load_preset(preset) if isinstance(preset, str) else preset
-    options = {
-        "special_tokens": preset.special_tokens,
-        "template_kwargs": preset.default_kwargs(),
-        "stop_tokens": preset.stop_tokens,
-        # Fields lost only from earlier turns are deliberate too (Qwen3's reasoning).
-        "round_trip_differences": {**preset.history_differences, **preset.round_trip_differences},
-        **options,
-    }
-    return run_checks(preset.chat_template, preset.response_template, preset.cases, preset.recordings, **options)
+    return Workspace.from_preset(preset).run_checks(**options)
+
+
+def _run_bounded(timeout: float, options: dict) -> CheckReport:
+    from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+
+    try:
+        return shared_pool().call(run_checks, options, timeout)
+    except SandboxTimeout as e:
+        message = f"The checks stopped: they {e}."
+    except SandboxCrashed as e:
+        message = f"The checks stopped: {e}."
+    return CheckReport(diagnostics=[Diagnostic("error", message, "chat_template",
+                                               hint="Look for loops over large ranges, or a catastrophic regex.")])
 
 
 def _guarded(name: str, run: Any, subject: str | None = None) -> list[CheckResult]:

@@ -11,17 +11,15 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
-from ..cases import Case, render_case
+from ..cases import Case
 from ..diagnostics import Diagnostic
 from ..response_spec import load_response_spec
-from ..runners import LocalRunner, RecordedRunner, RemoteRunner, RunnerError, SimulatedRunner
+from ..runners import DEFAULT_MAX_SIZE_GB, RunnerError, build_runner
 from ..terminal import field_colours, legend, paint
 from ..trace import Segment, Trace
+from ..workspace import PASTED, RUNNERS, Workspace
 from . import UsageError, print_diagnostics, print_json, read_json, read_text
-
-RUNNERS = ["recorded", "simulated", "local", "remote"]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,15 +51,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    setup = _setup(args)
-    rendered = render_case(setup["chat_template"], setup["case"], setup["special_tokens"], setup["template_kwargs"])
-    loaded = load_response_spec(setup["response_template"])
+    workspace = _workspace(args)
+    rendered = workspace.render()
+    loaded = load_response_spec(workspace.response_template)
     problems = rendered.diagnostics + loaded.diagnostics
     if not rendered.ok or not loaded.ok:
         return _finish(args, "", None, [], [], problems, 0, 0.0)
-    prompt, tools = rendered.prompt, setup["case"].tools
+    prompt, tools = rendered.prompt, workspace.case.tools
     try:
-        runner = _runner(args, setup)
+        runner = build_runner(workspace, api_key=_api_key(args), max_size_gb=args.max_size_gb or DEFAULT_MAX_SIZE_GB)
     except RunnerError as e:
         return _finish(args, "", None, [], [], problems + [e.diagnostic], 0, 0.0)
 
@@ -130,23 +128,20 @@ def _finish(args: argparse.Namespace, raw: str, trace: Trace | None, events: lis
     return 1 if any(d.severity == "error" for d in diagnostics) else 0
 
 
-def _setup(args: argparse.Namespace) -> dict[str, Any]:
-    """The templates, case, tokens and kwargs to run with, from a preset or from files."""
-    setup: dict[str, Any] = {"preset": None, "special_tokens": {}, "template_kwargs": {}, "stop_tokens": []}
+def _workspace(args: argparse.Namespace) -> Workspace:
+    """The templates, case and run settings to run with, from a preset or from files, as the
+    workspace the app would hold; the flags override the preset's settings."""
     if args.preset:
         from ..presets import load_preset
 
         try:
-            preset = load_preset(args.preset)
+            workspace = Workspace.from_preset(load_preset(args.preset))
         except (KeyError, ValueError, OSError) as e:
             raise UsageError(str(e).strip('"')) from None
-        setup.update(preset=preset, chat_template=preset.chat_template, response_template=preset.response_template,
-                     special_tokens=preset.special_tokens, stop_tokens=preset.stop_tokens,
-                     template_kwargs={k: v for k, v in preset.default_kwargs().items() if v is not None})
     else:
         if not args.response_template:
             raise UsageError("--chat-template needs --response-template (or use --preset)")
-        setup.update(chat_template=read_text(args.chat_template), response_template=read_text(args.response_template))
+        workspace = Workspace(chat_template=read_text(args.chat_template), response_template=read_text(args.response_template))
     if args.template_kwargs:
         try:
             extra = json.loads(args.template_kwargs)
@@ -154,72 +149,72 @@ def _setup(args: argparse.Namespace) -> dict[str, Any]:
             raise UsageError(f"--template-kwargs is not valid JSON: {e.msg}") from None
         if not isinstance(extra, dict):
             raise UsageError("--template-kwargs must be a JSON object")
-        setup["template_kwargs"] = {**setup["template_kwargs"], **extra}
-    setup["case"] = _case(args.case, setup["preset"])
-    return setup
+        for name, value in extra.items():
+            workspace.kwarg_specs[name] = {**workspace.kwarg_specs.get(name, {}), "default": value}
+    case = _case(args.case, workspace)
+    workspace.case_name = case.name
+    settings = workspace.run
+    settings.runner = args.runner
+    settings.tokens_per_second = args.speed
+    if args.runner == "recorded":
+        settings.recording, settings.pasted = _recording(args.recording, workspace, case)
+    if args.model:
+        settings.model = settings.remote_model = args.model
+    elif args.runner == "remote":
+        settings.remote_model = settings.model
+    if args.url:
+        settings.remote_url = args.url
+    elif args.runner == "remote":
+        raise UsageError("--runner remote needs --url (the server, e.g. http://127.0.0.1:8000)")
+    if args.runner == "local" and not settings.model:
+        raise UsageError("--runner local needs --model (a Hub id or a local folder)")
+    for flag, key in (("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"), ("top_p", "top_p")):
+        if getattr(args, flag) is not None:
+            setattr(settings, key, getattr(args, flag))
+    settings.seed = args.seed
+    settings.device = args.device
+    return workspace
 
 
-def _case(name: str, preset: Any) -> Case:
-    if preset is not None and any(c.name == name for c in preset.cases):
-        return preset.case(name)
+def _api_key(args: argparse.Namespace) -> str | None:
+    if not args.api_key_env:
+        return None
+    api_key = os.environ.get(args.api_key_env)
+    if not api_key:
+        raise UsageError(f"the environment variable {args.api_key_env} is not set")
+    return api_key
+
+
+def _case(name: str, workspace: Workspace) -> Case:
+    found = workspace.find_case(name)
+    if found is not None:
+        return found
     if not Path(name).is_file():
-        known = f" Cases of {preset.name}: {[c.name for c in preset.cases]}" if preset is not None else ""
+        known = f" Cases of {workspace.preset}: {workspace.case_names()}" if workspace.preset else ""
         raise UsageError(f"no case {name!r} (neither a case of the preset nor a file).{known}")
     data = read_json(name)
     if not isinstance(data, dict):
         raise UsageError(f"{name}: a case file holds a JSON object with 'messages'")
     data.setdefault("add_generation_prompt", True)
     try:
-        return Case.from_dict(data, name=name)
+        case = Case.from_dict(data, name=name)
     except (TypeError, ValueError) as e:
         raise UsageError(f"{name}: {e}") from None
+    workspace.cases.append(case)
+    return case
 
 
-def _runner(args: argparse.Namespace, setup: dict[str, Any]) -> Any:
-    preset, case = setup["preset"], setup["case"]
-    checkpoint = args.model or (preset.checkpoints[0] if preset is not None and preset.checkpoints else None)
-    generation = preset.generation if preset is not None else {}
-    sampling = {
-        "temperature": args.temperature if args.temperature is not None else generation.get("temperature", 0.7),
-        "top_p": args.top_p if args.top_p is not None else generation.get("top_p", 1.0),
-        "seed": args.seed,
-    }
-    max_new = args.max_new_tokens or generation.get("max_new_tokens", 512)
-    if args.runner == "recorded":
-        return RecordedRunner(_recording(args.recording, preset, case), tokens_per_second=args.speed)
-    if args.runner == "simulated":
-        return SimulatedRunner(setup["chat_template"], case, setup["response_template"], setup["special_tokens"],
-                               setup["template_kwargs"], stop_tokens=setup["stop_tokens"], tokens_per_second=args.speed)
-    if args.runner == "local":
-        if not checkpoint:
-            raise UsageError("--runner local needs --model (a Hub id or a local folder)")
-        extra = {"max_size_gb": args.max_size_gb} if args.max_size_gb is not None else {}
-        return LocalRunner(checkpoint, max_new_tokens=max_new, stop_tokens=setup["stop_tokens"], device=args.device,
-                           **sampling, **extra)
-    if not args.url:
-        raise UsageError("--runner remote needs --url (the server, e.g. http://127.0.0.1:8000)")
-    api_key = None
-    if args.api_key_env:
-        api_key = os.environ.get(args.api_key_env)
-        if not api_key:
-            raise UsageError(f"the environment variable {args.api_key_env} is not set")
-    return RemoteRunner(args.url, checkpoint or "default", api_key=api_key, max_tokens=max_new,
-                        response_template=setup["response_template"], **sampling)
-
-
-def _recording(name: str | None, preset: Any, case: Case) -> str:
-    """The raw output to replay: a preset recording by name, a file, or the case's first recording."""
-    recordings = preset.recordings if preset is not None else []
+def _recording(name: str | None, workspace: Workspace, case: Case) -> tuple[str, str]:
+    """(recording choice, pasted text) to replay: a recording by name, a file, or the case's first recording."""
     if name is None:
-        for recording in recordings:
+        for recording in workspace.recordings:
             if recording.case == case.name:
-                return recording.output
+                return recording.name, ""
         raise UsageError(f"--runner recorded needs --recording (a recording name or a file of raw output); "
                          f"no recording of case {case.name!r}")
-    for recording in recordings:
-        if recording.name == name:
-            return recording.output
+    if workspace.recording(name) is not None:
+        return name, ""
     if Path(name).is_file():
-        return read_text(name)
-    known = f" Recordings: {[r.name for r in recordings]}" if recordings else ""
+        return PASTED, read_text(name)
+    known = f" Recordings: {[r.name for r in workspace.recordings]}" if workspace.recordings else ""
     raise UsageError(f"no recording {name!r} (neither a recording of the preset nor a file).{known}")

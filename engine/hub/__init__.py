@@ -22,6 +22,7 @@ from .files import (
 )
 from .load import HubTemplates, hub_endpoint, load_folder, load_repo, load_templates, local_token
 from .publish import PublishPlan, default_message, plan_publish, publish
+from .uploads import read_uploads
 
 __all__ = [
     "BuiltFiles",
@@ -42,6 +43,7 @@ __all__ = [
     "plan_publish",
     "publish",
     "read_templates",
+    "read_uploads",
     "redact",
     "zip_files",
 ]

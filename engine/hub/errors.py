@@ -7,8 +7,6 @@ the client library echoes (a URL, a header) can leak into the UI; `redact` is th
 
 from __future__ import annotations
 
-import re
-
 import httpx2
 from huggingface_hub.errors import (
     DisabledRepoError,
@@ -23,17 +21,14 @@ from huggingface_hub.errors import (
 )
 
 from ..diagnostics import Diagnostic
+from ..errors import redact as redact_secrets
 
-# Anything shaped like a Hugging Face token (user access tokens and OAuth tokens start with hf_).
-_TOKEN_SHAPE = re.compile(r"hf_[A-Za-z0-9_-]{8,}")
 NOTHING_SENT = "Nothing was published."
 
 
 def redact(text: str, token: str | None = None) -> str:
-    """`text` with the token (and anything token-shaped) replaced by `hf_***`."""
-    if token:
-        text = text.replace(token, "hf_***")
-    return _TOKEN_SHAPE.sub("hf_***", text)
+    """`text` with the token (and anything token-shaped, see `engine.errors.redact`) replaced by `hf_***`."""
+    return redact_secrets(text.replace(token, "hf_***") if token else text)
 
 
 def hub_error(

@@ -60,7 +60,7 @@ class TemplatesFound:
     diagnostics: list[Diagnostic]
 
 
-def read_templates(files: dict[str, bytes]) -> TemplatesFound:
+def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True) -> TemplatesFound:
     """Read templates from a repo's files with transformers' precedence: `chat_template.jinja` and
     `additional_chat_templates/*.jinja` first, then a `chat_template` key in `tokenizer_config.json`
     (a string, or a list of `{name, template}`), then a legacy `chat_template.json`."""
@@ -98,7 +98,7 @@ def read_templates(files: dict[str, bytes]) -> TemplatesFound:
             "hub",
             hint="Publishing writes chat_template.jinja and removes the old copy, so only one remains.",
         ))
-    if chat_template is None:
+    if chat_template is None and expect_chat_template:
         diagnostics.append(Diagnostic("warning", "No chat template found in this repo.", "hub",
                                       hint="Start from a preset, or write one in the chat template editor."))
 

@@ -4,28 +4,31 @@ promptly when asked; every failure is a `RunnerError` carrying a diagnostic.
 - `RecordedRunner`: replays a raw output (a preset recording, or pasted text);
 - `SimulatedRunner`: what the chat template itself writes for a plausible reply (no model);
 - `LocalRunner`: a checkpoint run with transformers on this machine;
-- `RemoteRunner`: an OpenAI-compatible `/v1/completions` server, for models that outgrow one machine.
+- `RemoteRunner`: an OpenAI-compatible `/v1/completions` server, for models that outgrow one machine;
+- `build_runner`: the one function that builds any of them from run settings.
 """
 
 from .base import Chunk, Runner, RunnerError
-from .local import DEFAULT_MAX_SIZE_GB, LocalRunner, load_model, loaded_model, loaded_tokenizer, unload_model
-from .recorded import RecordedRunner, split_tokens
+from .factory import build_runner
+from .local import DEFAULT_MAX_SIZE_GB, LocalRunner, held_model, load_model, unload_model
+from .recorded import RecordedRunner, count_tokens, split_tokens
 from .remote import RemoteRunner
 from .simulated import SimulatedRunner, example_value, simulate_message
 
 __all__ = [
-    "DEFAULT_MAX_SIZE_GB",
     "Chunk",
+    "DEFAULT_MAX_SIZE_GB",
     "LocalRunner",
     "RecordedRunner",
     "RemoteRunner",
     "Runner",
     "RunnerError",
     "SimulatedRunner",
+    "build_runner",
+    "count_tokens",
     "example_value",
+    "held_model",
     "load_model",
-    "loaded_model",
-    "loaded_tokenizer",
     "simulate_message",
     "split_tokens",
     "unload_model",

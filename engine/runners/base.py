@@ -30,12 +30,6 @@ class RunnerError(Exception):
         super().__init__(message)
         self.diagnostic = Diagnostic(severity, message, "runner", hint=hint)  # type: ignore[arg-type]
 
-    @classmethod
-    def from_diagnostic(cls, diagnostic: Diagnostic) -> RunnerError:
-        error = cls(diagnostic.message, diagnostic.hint)
-        error.diagnostic = diagnostic
-        return error
-
 
 @runtime_checkable
 class Runner(Protocol):

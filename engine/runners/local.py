@@ -2,8 +2,11 @@
 
 Safety first: weights load only from safetensors (pickled weights can run code), a model's own
 code never runs (`trust_remote_code=False`), and a size cap is checked before anything large is
-downloaded. One model is held at a time, behind a lock, so concurrent users of a Space neither
-load it twice nor fill memory with several.
+downloaded. Loaded models live in a process-wide cache of one, behind a lock, so concurrent users
+of a Space neither load a model twice nor fill memory with several. The cache is keyed by what was
+asked for and changes nothing anyone sees: which model (and so which tokenizer) a run uses is the
+caller's choice, passed explicitly; a runner exposes the tokenizer it ran with (`LocalRunner.tokenizer`)
+for its caller to keep.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..diagnostics import Diagnostic
+from ..errors import log_failure, quoted
 from .base import Chunk, RunnerError
 
 # Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
@@ -41,24 +45,20 @@ class LoadedModel:
 
 
 _lock = threading.Lock()
-_current: LoadedModel | None = None
+_held: LoadedModel | None = None  # the cache: at most one model in memory
 
 
-def loaded_model() -> LoadedModel | None:
-    """The model held now, if any."""
-    return _current
-
-
-def loaded_tokenizer() -> Any:
-    """The tokenizer of the model held now (the UI counts tokens with it), or None."""
-    return _current.tokenizer if _current is not None else None
+def held_model() -> LoadedModel | None:
+    """The model the cache holds now, if any (for tests and diagnostics; never to pick a tokenizer:
+    another caller may have replaced it)."""
+    return _held
 
 
 def unload_model() -> None:
     """Drop the held model (frees its memory once no generation still uses it)."""
-    global _current
+    global _held
     with _lock:
-        _current = None
+        _held = None
         gc.collect()
 
 
@@ -66,24 +66,24 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto",
                max_size_gb: float = DEFAULT_MAX_SIZE_GB) -> LoadedModel:
     """Load `model` (a local folder or a Hub id), or return it if it is the one held. Loading a
     different model drops the held one first. Raises RunnerError."""
-    global _current
+    global _held
     if not isinstance(model, str) or not model.strip():
         raise RunnerError("No model given.", hint="Give a Hub id (e.g. HuggingFaceTB/SmolLM3-3B) or a local folder.")
     model = model.strip()
     device = pick_device(device)
     with _lock:
-        held = _current
+        held = _held
         same_dtype = held is not None and (dtype == "auto" or str(held.dtype) == f"torch.{dtype}")
         if held is not None and held.name == model and held.device == device and same_dtype:
             _check_size(model, held.size_gb, max_size_gb)
             return held
         source, size_gb = _locate(model)
         _check_size(model, size_gb, max_size_gb)
-        _current = None  # one model at a time: let the old one go before the new one arrives
+        _held = None  # one model at a time: let the old one go before the new one arrives
         gc.collect()
         tokenizer, loaded, chosen = _load(source, device, dtype)
-        _current = LoadedModel(model, source, device, chosen, size_gb, tokenizer, loaded)
-        return _current
+        _held = LoadedModel(model, source, device, chosen, size_gb, tokenizer, loaded)
+        return _held
 
 
 def pick_device(device: str = "auto") -> str:
@@ -119,8 +119,8 @@ def _locate(model: str) -> tuple[str, float]:
 
     try:
         info = HfApi().model_info(model, files_metadata=True, timeout=15)
-    except HFValidationError as e:
-        raise RunnerError(f"{model!r} is neither a local folder nor a valid Hub id: {e}",
+    except HFValidationError:
+        raise RunnerError(f"{model!r} is neither a local folder nor a valid Hub id.",
                           hint="A Hub id looks like owner/name.") from None
     except GatedRepoError:
         raise RunnerError(f"{model} is gated: accept its terms on the Hub and log in first.",
@@ -130,7 +130,8 @@ def _locate(model: str) -> tuple[str, float]:
                           hint="Check the id, log in for private models, or use a local folder.") from None
     except Exception as e:  # noqa: BLE001 - offline, DNS, timeouts: look in the local cache
         if not _is_unreachable(e):
-            raise RunnerError(f"Could not look up {model} on the Hub: {type(e).__name__}: {e}", hint=OFFLINE_HINT) from None
+            log_failure(f"Looking up {model} on the Hub failed", e)
+            raise RunnerError(f"Could not look up {model} on the Hub ({quoted(e)}).", hint=OFFLINE_HINT) from None
         try:
             cached = Path(snapshot_download(model, local_files_only=True))
         except Exception:  # noqa: BLE001 - not in the cache either
@@ -186,12 +187,12 @@ def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
     except RunnerError:
         raise
     except Exception as e:  # noqa: BLE001 - every loading failure becomes a diagnostic
-        message = str(e).split("\n")[0][:300]
+        log_failure(f"Loading the model {source} failed", e)
         hint = OFFLINE_HINT if _is_unreachable(e) else None
         if "trust_remote_code" in str(e):
             hint = ("This model needs its own code to run, and the playground never runs a model's code. "
                     "Pick a model transformers supports.")
-        raise RunnerError(f"Could not load {source}: {type(e).__name__}: {message}", hint=hint) from None
+        raise RunnerError(f"Could not load {source} ({quoted(e)}).", hint=hint) from None
     return tokenizer, model, model.dtype
 
 
@@ -229,6 +230,7 @@ class LocalRunner:
         self.generate_kwargs = dict(generate_kwargs or {})
         self.diagnostics: list[Diagnostic] = []
         self.thread: threading.Thread | None = None  # the generation thread of the last run
+        self.tokenizer: Any = None  # the tokenizer of the model the last run used
 
     def load(self) -> LoadedModel:
         return load_model(self.model, self.device, self.dtype, self.max_size_gb)
@@ -243,6 +245,7 @@ class LocalRunner:
         self.diagnostics = []
         loaded = self.load()
         tokenizer, model = loaded.tokenizer, loaded.model
+        self.tokenizer = tokenizer
         start = time.monotonic()
         # The chat template already wrote every special token the model needs (a BOS, say).
         inputs = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").to(model.device)
@@ -288,8 +291,8 @@ class LocalRunner:
                 if item is _END:
                     return
                 if isinstance(item, BaseException):
-                    detail = str(item).splitlines()[0][:300] if str(item) else ""
-                    raise RunnerError(f"Generation failed: {type(item).__name__}: {detail}",
+                    log_failure(f"Generating with {self.model} failed", item)
+                    raise RunnerError(f"Generation failed ({quoted(item)}).",
                                       hint="Try fewer new tokens, a shorter prompt or a smaller model.")
                 for token_id in item:
                     count += 1

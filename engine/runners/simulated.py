@@ -20,14 +20,14 @@ from typing import Any
 
 import regex
 
-from ..cases import Case, render_case
+from ..cases import Case, generation_start, render_case
 from ..diagnostics import Diagnostic
 from ..render import RenderResult
 from ..response_spec import compile_spec, load_response_spec
 from .base import Chunk, RunnerError, paced
 from .recorded import split_tokens
 
-# What the UI says next to a simulated run.
+# What a simulated run is, for the people watching one (the app shows it next to the runner).
 EXPLANATION = (
     "Simulated: no model ran. The playground built a plausible reply for this case, rendered it into "
     "history with your chat template and shows the text after the prompt: this is what the template "
@@ -182,8 +182,6 @@ def _longest_tail(prompt: str, history: str, shared: int) -> int:
 class SimulatedRunner:
     """Streams what `chat_template` writes for a simulated assistant reply to `case`."""
 
-    explanation = EXPLANATION
-
     def __init__(
         self,
         chat_template: str | dict[str, str],
@@ -275,12 +273,9 @@ class SimulatedRunner:
 
     def _generation_prompt(self, prompt: str) -> str | None:
         """The text `add_generation_prompt` adds at the end of the prompt (None when it cannot tell)."""
-        if not self.case.add_generation_prompt:
-            return None
-        result = self._render(dataclasses.replace(self.case, add_generation_prompt=False))
-        if not result.ok or not prompt.startswith(result.prompt):  # type: ignore[arg-type]
-            return None
-        return prompt[len(result.prompt) :]  # type: ignore[arg-type]
+        start = generation_start(self.chat_template, self.case, prompt, self.special_tokens, self.template_kwargs,
+                                 self.timeout)
+        return None if start is None else prompt[start:]
 
     def _render(self, case: Case) -> RenderResult:
         return render_case(self.chat_template, case, self.special_tokens, self.template_kwargs, timeout=self.timeout)

@@ -1,0 +1,86 @@
+"""Events wired by name, not by position.
+
+Every component the page's events touch is registered once under a name (`Wiring.add`). A handler
+is a plain function whose parameters are named after the components it reads (plus, as keyword
+catch-alls, groups such as the case form: `**form`), and which returns (or yields) a dict from
+component names to new values; names it leaves out keep their value. So adding a control can never
+shift the values after it, and a test calls a handler with keywords and reads its result by name.
+
+Gradio's own special parameters (`gr.OAuthToken`, `gr.SelectData`, …) work as usual: any handler
+parameter that is not a component name is passed through, with its annotation, for Gradio to fill.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import gradio as gr
+
+
+class Wiring:
+    """The page's components by name, and `on` to connect events to handlers by those names."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, gr.components.Component] = {}
+
+    def add(self, **components: Any) -> None:
+        for name, component in components.items():
+            if name in self.components and self.components[name] is not component:
+                raise ValueError(f"Two components are named {name!r}")
+            self.components[name] = component
+
+    def __getitem__(self, name: str) -> Any:
+        return self.components[name]
+
+    def on(self, triggers: Any, handler: Callable | None, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
+           **options: Any) -> Any:
+        """`gr.on(triggers, …)` with `handler` reading and writing components by name. `handler`
+        None runs only the `js=` option in the browser (values still travel by position there)."""
+        in_components = [self.components[name] for name in inputs]
+        out_components = [self.components[name] for name in outputs]
+        fn = None if handler is None else by_name(handler, list(inputs), {n: self.components[n] for n in outputs})
+        if not isinstance(triggers, (list, tuple)):
+            return triggers(fn, in_components, out_components, **options) if callable(triggers) else None
+        return gr.on(triggers, fn, in_components, out_components, **options)
+
+
+def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Callable:
+    """A Gradio callback that calls `handler(**{name: value})` and turns the names of its result into
+    components. Keeps `handler`'s extra (non-component) parameters in its signature, so Gradio still
+    injects OAuth tokens, select data and requests into them."""
+    signature = inspect.signature(handler)
+    special = [p for p in signature.parameters.values()
+               if p.name not in inputs and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
+    hints = typing.get_type_hints(handler) if special else {}
+    parameters = [inspect.Parameter(f"value_{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(inputs))]
+    parameters += [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty) for p in special]
+    count = len(inputs)
+
+    def named(args: tuple) -> dict[str, Any]:
+        values = dict(zip(inputs, args[:count]))
+        values.update(zip((p.name for p in special), args[count:]))
+        return values
+
+    def to_components(result: Any) -> Any:
+        if result is None:
+            return {}
+        unknown = set(result) - set(outputs)
+        if unknown:
+            raise KeyError(f"{handler.__name__} returned values for {sorted(unknown)}, which are not its outputs")
+        return {outputs[name]: value for name, value in result.items()}
+
+    if inspect.isgeneratorfunction(handler):
+        def call(*args: Any) -> Iterable[Any]:
+            for result in handler(**named(args)):
+                yield to_components(result)
+    else:
+        def call(*args: Any) -> Any:
+            return to_components(handler(**named(args)))
+
+    call.__name__ = getattr(handler, "__name__", "handler")
+    call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: hints[p.name] for p in special if p.name in hints}
+    return call

@@ -1,0 +1,231 @@
+"""The author's document: both templates (kept byte for byte), the format's special and stop tokens,
+the template kwargs it declares, the cases and recordings to try them with, the round-trip
+differences it intends, and how to run a case. The app's session edits one; a share link carries
+one; the command line builds one from a preset or from files. Every decision that depends on it
+(which kwargs are passed, how a case renders, which checks run with what) is made here, once."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from .cases import Case, Recording, render_case
+from .render import RenderResult
+
+if TYPE_CHECKING:
+    from .checks import CheckReport, Sample
+    from .presets import Preset
+
+RUNNERS = ("recorded", "simulated", "local", "remote")
+# The recording choice meaning "the text the author pasted".
+PASTED = "(pasted text)"
+SCHEMA_VERSION = 1
+
+
+def passed_kwargs(kwarg_specs: dict[str, dict]) -> dict[str, Any]:
+    """The declared template kwargs at their defaults, as they are passed to the template: a None
+    default means "not passed" (a template may test `is defined`). The one place this is decided,
+    for the app, the checks and the command line alike."""
+    return {name: spec.get("default") for name, spec in kwarg_specs.items() if spec.get("default") is not None}
+
+
+@dataclass
+class RunSettings:
+    """How to produce model output for a case. Never holds a token or an API key."""
+
+    runner: str = "recorded"
+    recording: str = ""
+    pasted: str = ""
+    tokens_per_second: float = 30.0
+    model: str = ""
+    max_new_tokens: int = 256
+    temperature: float = 0.7
+    top_p: float = 0.9
+    seed: int | None = 0
+    remote_url: str = "http://127.0.0.1:8000/v1"
+    remote_model: str = ""
+    device: str = "auto"
+
+
+@dataclass
+class Workspace:
+    """The templates, cases and settings an author is working on."""
+
+    preset: str = ""
+    chat_template: str = ""
+    response_template: str = ""
+    special_tokens: dict[str, str] = field(default_factory=dict)
+    stop_tokens: list[str] = field(default_factory=list)
+    kwarg_specs: dict[str, dict] = field(default_factory=dict)
+    cases: list[Case] = field(default_factory=list)
+    case_name: str = ""
+    recordings: list[Recording] = field(default_factory=list)
+    run: RunSettings = field(default_factory=RunSettings)
+    # Fields the chat template drops on purpose, each with why: the round trip reports them as
+    # intended, not as failures (a preset's documented differences, or the author's own).
+    round_trip_differences: dict[str, str] = field(default_factory=dict)
+    # Named chat templates besides the one being edited (kept as loaded, published unchanged).
+    other_templates: dict[str, str] = field(default_factory=dict)
+    # The Hub repo the templates were loaded from (what Publish offers by default).
+    source_repo: str = ""
+    source_revision: str = ""
+
+    @classmethod
+    def from_preset(cls, preset: Preset) -> Workspace:
+        """A fresh, independent copy of a preset to edit."""
+        cases = list(preset.cases)
+        first = cases[0].name if cases else ""
+        recordings = list(preset.recordings)
+        recording = next((r.name for r in recordings if r.case == first), "")
+        generation = preset.generation
+        run = RunSettings(
+            recording=recording or (recordings[0].name if recordings else PASTED),
+            model=preset.suggested_model(),
+            max_new_tokens=int(generation.get("max_new_tokens", 256)),
+            temperature=float(generation.get("temperature", 0.7)),
+            top_p=float(generation.get("top_p", 0.9)),
+        )
+        return cls(
+            preset=preset.name,
+            chat_template=preset.chat_template,
+            response_template=preset.response_template,
+            special_tokens=dict(preset.special_tokens),
+            stop_tokens=list(preset.stop_tokens),
+            kwarg_specs={name: dict(spec) for name, spec in preset.template_kwargs.items()},
+            cases=cases,
+            case_name=first,
+            recordings=recordings,
+            run=run,
+            round_trip_differences=preset.intended_differences(),
+        )
+
+    # ----- cases ----------------------------------------------------------------------------
+
+    @property
+    def case(self) -> Case:
+        """The case being looked at (a fresh one if the workspace has none)."""
+        for case in self.cases:
+            if case.name == self.case_name:
+                return case
+        if not self.cases:
+            self.cases.append(Case("new case", [{"role": "user", "content": "Hello!"}]))
+        self.case_name = self.cases[0].name
+        return self.cases[0]
+
+    def find_case(self, name: str) -> Case | None:
+        return next((c for c in self.cases if c.name == name), None)
+
+    def case_names(self) -> list[str]:
+        return [c.name for c in self.cases]
+
+    def unique_name(self, base: str) -> str:
+        names = set(self.case_names())
+        if base not in names:
+            return base
+        n = 2
+        while f"{base} {n}" in names:
+            n += 1
+        return f"{base} {n}"
+
+    def recording(self, name: str) -> Recording | None:
+        return next((r for r in self.recordings if r.name == name), None)
+
+    # ----- what the engine does with it -------------------------------------------------------
+
+    def template_kwargs(self) -> dict[str, Any]:
+        """The kwargs every case starts from (see `passed_kwargs`)."""
+        return passed_kwargs(self.kwarg_specs)
+
+    def render(self, case: Case | None = None, timeout: float | None = None) -> RenderResult:
+        """The prompt of `case` (the current one by default): the case's own kwargs and tokens win."""
+        return render_case(self.chat_template, case or self.case, self.special_tokens, self.template_kwargs(),
+                           timeout=timeout)
+
+    def generation_start(self, case: Case, prompt: str, timeout: float | None = None) -> int | None:
+        """Where the generation prompt begins in `prompt` (see `cases.generation_start`)."""
+        from .cases import generation_start
+
+        return generation_start(self.chat_template, case, prompt, self.special_tokens, self.template_kwargs(), timeout)
+
+    def run_checks(self, runs: list[Sample | tuple[Case, str]] | None = None, **options: Any) -> CheckReport:
+        """Every check on this workspace: its cases, the recordings of those cases, and `runs`
+        (outputs a runner produced). `options` go to `engine.checks.run_checks` and win over the
+        workspace's own settings (e.g. `timeout=`, or `template_kwargs=` from the command line)."""
+        from .checks import run_checks
+
+        settings: dict[str, Any] = {
+            "special_tokens": self.special_tokens,
+            "template_kwargs": self.template_kwargs(),
+            "stop_tokens": self.stop_tokens,
+            "round_trip_differences": self.round_trip_differences,
+        }
+        recordings = [r for r in self.recordings if self.find_case(r.case) is not None]
+        return run_checks(self.chat_template, self.response_template, self.cases, recordings, runs or [],
+                          **{**settings, **options})
+
+    # ----- serialisation ----------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        return {
+            "v": SCHEMA_VERSION,
+            "preset": self.preset,
+            "chat_template": self.chat_template,
+            "response_template": self.response_template,
+            "special_tokens": self.special_tokens,
+            "stop_tokens": self.stop_tokens,
+            "kwarg_specs": self.kwarg_specs,
+            "cases": [c.to_dict() for c in self.cases],
+            "case_name": self.case_name,
+            "recordings": [asdict(r) for r in self.recordings],
+            "run": asdict(self.run),
+            "round_trip_differences": self.round_trip_differences,
+            "other_templates": self.other_templates,
+            "source_repo": self.source_repo,
+            "source_revision": self.source_revision,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Workspace:
+        """Rebuild a workspace from `to_dict` data (untrusted: a share link, browser storage).
+        Raises ValueError with a readable message."""
+        if not isinstance(data, dict):
+            raise ValueError("the saved state is not an object")
+        try:
+            run_keys = {f.name for f in fields(RunSettings)}
+            run = RunSettings(**{k: v for k, v in (data.get("run") or {}).items() if k in run_keys})
+            if run.runner not in RUNNERS:
+                run.runner = "recorded"
+            return cls(
+                preset=str(data.get("preset", "")),
+                chat_template=_text(data.get("chat_template", ""), "chat_template"),
+                response_template=_text(data.get("response_template", ""), "response_template"),
+                special_tokens=_str_dict(data.get("special_tokens") or {}, "special_tokens"),
+                stop_tokens=[str(t) for t in data.get("stop_tokens") or []],
+                kwarg_specs={str(k): dict(v) for k, v in (data.get("kwarg_specs") or {}).items() if isinstance(v, dict)},
+                cases=[Case.from_dict(c) for c in data.get("cases") or []],
+                case_name=str(data.get("case_name", "")),
+                recordings=[Recording.from_dict(r) for r in data.get("recordings") or []],
+                run=run,
+                round_trip_differences=_str_dict(data.get("round_trip_differences") or {}, "round_trip_differences"),
+                other_templates=_str_dict(data.get("other_templates") or {}, "other_templates"),
+                source_repo=str(data.get("source_repo", "")),
+                source_revision=str(data.get("source_revision", "")),
+            )
+        except (TypeError, ValueError, AttributeError) as e:
+            raise ValueError(f"the saved state is malformed ({e})") from e
+
+    def copy(self) -> Workspace:
+        return copy.deepcopy(self)
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name} must be text")
+    return value
+
+
+def _str_dict(value: Any, name: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ValueError(f"{name} must map names to strings")
+    return dict(value)

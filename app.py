@@ -5,6 +5,7 @@ Host and port come from --host/--port, else GRADIO_SERVER_NAME/GRADIO_SERVER_POR
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import threading
 
@@ -17,6 +18,10 @@ def main() -> None:
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
     args = parser.parse_args()
+    # What a Space owner reads in the Space's logs: why a visitor's run, render or check failed
+    # (engine.errors.log_failure; redacted, never a token).
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("playground").setLevel(logging.INFO)
     # Start the render workers while the server starts, so the first page load does not wait.
     threading.Thread(target=shared_pool().warm, daemon=True).start()
     build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)

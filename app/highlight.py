@@ -19,11 +19,11 @@ from engine.diagnostics import Diagnostic
 from engine.text import GENERIC_SPECIAL_TOKEN, shorten
 from engine.trace import Segment
 
-# Fields that mean the same thing in every format get the same colour everywhere; others take the
-# next free colour in the order the response template declares them.
+# Fields that mean the same thing in every format get the same colour everywhere (even when a
+# format lacks one, its colour stays its own); other fields take the remaining colours in the
+# order the response template declares them.
 KNOWN_FIELDS = {"content": 0, "reasoning_content": 1, "tool_calls": 2}
 PALETTE_SIZE = 8
-
 
 WS_MARKS = {" ": "·", "\t": "→", "\n": "↵"}
 _WS = regex.compile(r"[ \t\n]")
@@ -35,18 +35,14 @@ def esc(text: str) -> str:
 
 def field_classes(field_names: Iterable[str]) -> dict[str, str]:
     """CSS class (`f0`…`f7`) for each field, stable for well-known field names."""
-    classes: dict[str, str] = {}
-    used = set()
     names = list(field_names)
-    for name in names:
-        if name in KNOWN_FIELDS:
-            classes[name] = f"f{KNOWN_FIELDS[name]}"
-            used.add(KNOWN_FIELDS[name])
-    free = [i for i in range(PALETTE_SIZE) if i not in used] or list(range(PALETTE_SIZE))
-    for name in names:
-        if name not in classes:
-            classes[name] = f"f{free[len(classes) % len(free)]}" if free else "f3"
-            free = free[1:] + free[:1]
+    classes = {name: f"f{KNOWN_FIELDS[name]}" for name in names if name in KNOWN_FIELDS}
+    present = {KNOWN_FIELDS[name] for name in classes}
+    others = [i for i in range(PALETTE_SIZE) if i not in KNOWN_FIELDS.values()]
+    # Past the spare colours, borrow those of well-known fields this format does not have; then repeat.
+    order = others + [i for i in KNOWN_FIELDS.values() if i not in present]
+    for index, name in enumerate(n for n in names if n not in classes):
+        classes[name] = f"f{order[index % len(order)]}"
     return classes
 
 

@@ -39,7 +39,7 @@ def _token(pasted: str | None, oauth: Any) -> str | None:
     """The token to use: pasted, else the visitor's sign-in, else (locally only) the local login."""
     if pasted and pasted.strip():
         return pasted.strip()
-    if oauth is not None and getattr(oauth, "token", None):
+    if oauth is not None and oauth.token:
         return oauth.token
     if not ON_SPACE:
         from engine.hub import local_token

@@ -17,6 +17,7 @@ import jinja2
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from .diagnostics import Diagnostic, line_text
+from .errors import log_failure, quoted
 from .transformers_compat import normalize_messages
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
@@ -164,7 +165,8 @@ def _render_bounded(timeout: float, **kwargs: Any) -> RenderResult:
     except SandboxCrashed as e:
         message, hint = f"Rendering stopped: {e}.", "Look for loops that build very large strings or lists."
     except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
-        message, hint = f"Rendering failed: {type(e).__name__}: {e}", None
+        log_failure("Rendering in the worker failed", e)
+        message, hint = f"Rendering failed ({quoted(e)}).", None
     return RenderResult(None, diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])
 
 

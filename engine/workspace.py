@@ -92,7 +92,7 @@ class Workspace:
             response_template=preset.response_template,
             special_tokens=dict(preset.special_tokens),
             stop_tokens=list(preset.stop_tokens),
-            kwarg_specs={name: dict(spec) for name, spec in preset.template_kwargs.items()},
+            kwarg_specs=preset.kwarg_specs(),
             cases=cases,
             case_name=first,
             recordings=recordings,

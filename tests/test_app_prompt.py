@@ -84,3 +84,14 @@ def test_token_count_uses_the_sessions_own_tokenizer():
     assert "3 tokens" in view.info  # "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n" splits in 3
     # Another visitor, who loaded no model, is not counted with the first visitor's tokenizer.
     assert "token count: run a local model" in build_prompt_view(session(), show_whitespace=False).info
+
+
+def test_every_field_gets_its_own_colour_and_known_fields_keep_theirs():
+    from app.highlight import field_classes
+
+    five = field_classes(["a", "b", "c", "d", "e"])
+    assert len(set(five.values())) == 5 and not {"f0", "f1", "f2"} & set(five.values())
+    mixed = field_classes(["tool_calls", "x", "content", "y"])
+    assert mixed["content"] == "f0" and mixed["tool_calls"] == "f2" and mixed["x"] != mixed["y"]
+    many = field_classes([f"field{i}" for i in range(9)])
+    assert len(set(many.values())) == 8  # every colour is used before one repeats

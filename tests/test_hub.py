@@ -476,3 +476,28 @@ def test_cli_runs_as_a_module(hub, tmp_path):
     assert done.stdout.startswith("--- /dev/null\n+++ b/chat_template.jinja\n")
     assert TOKEN not in done.stdout + done.stderr
     assert writes(hub) == []
+
+
+# --- files handed over one by one (an upload) -----------------------------------------------------
+
+
+def test_uploaded_files_are_classified_and_read_with_the_repo_precedence():
+    from engine.hub import read_uploads
+
+    config = json.dumps({"eos_token": "<|end|>", "chat_template": "inline {{ x }}"}).encode()
+    found = read_uploads({"chat_template.jinja": b"main", "tool_use.jinja": b"tools", "tokenizer_config.json": config,
+                          "response_template.json": json.dumps(RESPONSE).encode(), "notes.txt": b"hi"})
+    assert found.chat_template == {"default": "main", "tool_use": "tools"}
+    assert json.loads(found.response_template) == RESPONSE and found.special_tokens["eos_token"] == "<|end|>"
+    messages = [d.message for d in found.diagnostics]
+    assert any("notes.txt" in m and "ignored" in m for m in messages)
+    assert any("transformers ignores it" in m for m in messages)  # the inline template is shadowed
+    # A single .jinja of any name is the main template; a response template alone is enough (no
+    # "no chat template" warning for what was never uploaded).
+    assert read_uploads({"mine.jinja": b"only"}).chat_template == "only"
+    alone = read_uploads({"response_template.json": json.dumps(RESPONSE).encode()})
+    assert alone.chat_template is None and alone.response_template and alone.diagnostics == []
+    broken = read_uploads({"broken.json": b"{"})
+    assert broken.chat_template is None and broken.response_template is None
+    assert [d.severity for d in broken.diagnostics] == ["error", "error"]
+    assert "not valid JSON" in broken.diagnostics[0].message and "No template found" in broken.diagnostics[1].message

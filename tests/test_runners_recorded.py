@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +18,6 @@ from engine.trace import Trace
 from engine.workspace import passed_kwargs
 from tests.tiny_model import CHATML_RESPONSE_TEMPLATE, CHATML_TEMPLATE, build_tokenizer
 
-ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = [(name, r.name) for name in preset_names() for r in load_preset(name).recordings]
 
 
@@ -119,12 +116,9 @@ def test_every_preset_recording_replays_to_its_expected_message(name: str, recor
         assert trace.message == recording.expected
 
 
-def _run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", "run", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
 
 
-def test_cli_replays_a_recording_file_with_json(tmp_path: Path) -> None:
+def test_cli_replays_a_recording_file_with_json(cli, tmp_path: Path) -> None:
     (tmp_path / "chat.jinja").write_text(CHATML_TEMPLATE)
     (tmp_path / "response.json").write_text(CHATML_RESPONSE_TEMPLATE)
     (tmp_path / "case.json").write_text(json.dumps({"messages": [{"role": "user", "content": "Hi"}],
@@ -133,7 +127,7 @@ def test_cli_replays_a_recording_file_with_json(tmp_path: Path) -> None:
     (tmp_path / "out.txt").write_text(output)
     common = ["--chat-template", str(tmp_path / "chat.jinja"), "--response-template", str(tmp_path / "response.json"),
               "--case", str(tmp_path / "case.json"), "--runner", "recorded", "--recording", str(tmp_path / "out.txt")]
-    result = _run_cli(*common, "--json")
+    result = cli("run", *common, "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data) == {"raw", "message", "events", "segments", "diagnostics", "tokens", "seconds"}
@@ -143,17 +137,17 @@ def test_cli_replays_a_recording_file_with_json(tmp_path: Path) -> None:
     assert data["segments"][0] == {"start": 0, "end": 7, "kind": "open", "field": "reasoning_content"}
     assert data["segments"][-1]["end"] == len(output)
 
-    coloured = _run_cli(*common)  # the teaching view: coloured regions, then the message
+    coloured = cli("run", *common)  # the teaching view: coloured regions, then the message
     assert coloured.returncode == 0, coloured.stderr
     assert "\x1b[7;" in coloured.stdout and "<think>" in coloured.stdout  # a delimiter in reverse video
     assert '"content": "Hello!"' in coloured.stdout
 
 
-def test_cli_replays_a_preset_recording() -> None:
+def test_cli_replays_a_preset_recording(cli) -> None:
     name, recording_name = RECORDINGS[0]
     preset = load_preset(name)
     recording = preset.recording(recording_name)
-    result = _run_cli("--preset", name, "--case", recording.case, "--runner", "recorded",
+    result = cli("run", "--preset", name, "--case", recording.case, "--runner", "recorded",
                       "--recording", recording_name, "--json")
     data = json.loads(result.stdout)
     errors = [d for d in data["diagnostics"] if d["severity"] == "error"]
@@ -163,9 +157,9 @@ def test_cli_replays_a_preset_recording() -> None:
         assert data["message"] == recording.expected
 
 
-def test_cli_bad_usage_exits_2(tmp_path: Path) -> None:
-    result = _run_cli("--preset", "no-such-preset", "--case", "x", "--runner", "recorded")
+def test_cli_bad_usage_exits_2(cli, tmp_path: Path) -> None:
+    result = cli("run", "--preset", "no-such-preset", "--case", "x", "--runner", "recorded")
     assert result.returncode == 2 and "no-such-preset" in result.stderr
     (tmp_path / "chat.jinja").write_text(CHATML_TEMPLATE)
-    result = _run_cli("--chat-template", str(tmp_path / "chat.jinja"), "--case", "x", "--runner", "recorded")
+    result = cli("run", "--chat-template", str(tmp_path / "chat.jinja"), "--case", "x", "--runner", "recorded")
     assert result.returncode == 2 and "--response-template" in result.stderr

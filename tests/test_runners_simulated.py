@@ -5,8 +5,6 @@ template and for every preset and case; `python -m engine run --runner simulated
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ from engine.presets import load_preset, preset_names
 from engine.runners import RunnerError, SimulatedRunner, example_value, simulate_message
 from engine.trace import trace_text
 from engine.workspace import passed_kwargs
+from tests.conftest import engine_process
 from tests.tiny_model import (
     CHATML_RESPONSE_TEMPLATE,
     CHATML_SPECIAL_TOKENS,
@@ -23,7 +22,6 @@ from tests.tiny_model import (
     WEATHER_TOOL,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
 SPEC = json.loads(CHATML_RESPONSE_TEMPLATE)
 CALL = {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "days": 1, "unit": "celsius"}}}
 CHATML_CASES = [
@@ -184,17 +182,13 @@ def test_every_preset_case_simulates_and_round_trips_with_documented_differences
     assert lost <= set(preset.round_trip_differences), (lost, output)
 
 
-def test_cli_simulates_a_case_file(tmp_path: Path) -> None:
+def test_cli_simulates_a_case_file(cli, tmp_path: Path) -> None:
     (tmp_path / "chat.jinja").write_text(CHATML_TEMPLATE)
     (tmp_path / "response.json").write_text(CHATML_RESPONSE_TEMPLATE)
     (tmp_path / "case.json").write_text(json.dumps({"messages": CHATML_CASES[2].messages, "tools": [WEATHER_TOOL],
                                                     "special_tokens": CHATML_SPECIAL_TOKENS}))
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "run", "--chat-template", str(tmp_path / "chat.jinja"),
-         "--response-template", str(tmp_path / "response.json"), "--case", str(tmp_path / "case.json"),
-         "--runner", "simulated", "--json"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    result = cli("run", "--chat-template", tmp_path / "chat.jinja", "--response-template", tmp_path / "response.json",
+                 "--case", tmp_path / "case.json", "--runner", "simulated", "--json")
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert data["message"]["tool_calls"][0]["function"]["arguments"] == {"city": "Paris", "days": 3, "unit": "celsius"}
@@ -202,19 +196,14 @@ def test_cli_simulates_a_case_file(tmp_path: Path) -> None:
     assert data["tokens"] > 10 and data["diagnostics"] == []
 
 
-def test_cli_simulates_a_preset_case_with_kwargs() -> None:
+def test_cli_simulates_a_preset_case_with_kwargs(cli) -> None:
     name = preset_names()[0]
     preset = load_preset(name)
     case = next(c for c in preset.cases if c.add_generation_prompt)
-    result = subprocess.run(
-        [sys.executable, "-m", "engine", "run", "--preset", name, "--case", case.name, "--runner", "simulated"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
+    # The one real `python -m engine run` process: what a terminal user sees.
+    result = engine_process("run", "--preset", name, "--case", case.name, "--runner", "simulated")
     assert result.returncode == 0, result.stderr
     assert "\x1b[" in result.stdout and '"role": "assistant"' in result.stdout
     assert "tokens in" in result.stderr
-    bad = subprocess.run(
-        [sys.executable, "-m", "engine", "run", "--preset", name, "--case", "no such case", "--runner", "simulated"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )
+    bad = cli("run", "--preset", name, "--case", "no such case", "--runner", "simulated")
     assert bad.returncode == 2 and case.name in bad.stderr  # the error lists the preset's cases

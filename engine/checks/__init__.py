@@ -17,6 +17,7 @@ import jinja2
 
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
+from ..errors import log_failure
 from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
@@ -174,6 +175,7 @@ def _guarded(name: str, run: Any, subject: str | None = None) -> list[CheckResul
 
 
 def _crashed(name: str, error: Exception, subject: str | None = None) -> CheckResult:
+    log_failure(f"The check {name} crashed", error)
     return CheckResult(name, "fail", f"The check could not run: {type(error).__name__}: {error}", None, subject)
 
 

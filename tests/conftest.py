@@ -1,0 +1,37 @@
+"""Fixtures every test module may use."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture) -> Callable[..., subprocess.CompletedProcess]:
+    """`python -m engine ARGS` run in this process (`engine.cli.main`, what `__main__` calls), with
+    the exit code and output a subprocess would give: starting Python and transformers for every
+    call would take seconds. Each command also has one real subprocess test (`engine_process`)."""
+    from engine.cli import main
+
+    def run(*args: object) -> subprocess.CompletedProcess:
+        capsys.readouterr()  # start from empty output
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as e:  # argparse's own usage errors
+            code = e.code if isinstance(e.code, int) else 2
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+
+    return run
+
+
+def engine_process(*args: object, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m engine ARGS` as a real subprocess (one smoke test per command)."""
+    return subprocess.run([sys.executable, "-m", "engine", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout)

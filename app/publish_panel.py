@@ -15,6 +15,9 @@ from typing import Any
 
 import gradio as gr
 
+from engine.diagnostics import Diagnostic
+from engine.hub import build_files, local_token, plan_publish, publish, zip_files
+
 from .highlight import diagnostics_html, esc
 from .state import Session
 from .workbench import sync
@@ -42,8 +45,6 @@ def _token(pasted: str | None, oauth: Any) -> str | None:
     if oauth is not None and oauth.token:
         return oauth.token
     if not ON_SPACE:
-        from engine.hub import local_token
-
         return local_token()
     return None
 
@@ -65,8 +66,6 @@ def diff_html(diff: str, computed: bool = True) -> str:
 def preview(session: Session, chat_template: str, response_template: str, form_case: str, publish_repo: str,
             publish_revision: str, publish_token: str, oauth: gr.OAuthToken | None, **form: Any) -> dict[str, Any]:
     """"Show the diff": the diff, a title and description to start from, messages, the zip."""
-    from engine.hub import plan_publish
-
     sync(session, chat_template, response_template, form_case, form)
     repo = (publish_repo or "").strip()
     if not repo:
@@ -92,9 +91,6 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
                       publish_revision: str, publish_title: str, publish_description: str, publish_token: str,
                       oauth: gr.OAuthToken | None, **form: Any) -> dict[str, str]:  # fmt: skip
     """"Open pull request": the PR link, or why nothing was published."""
-    from engine.diagnostics import Diagnostic
-    from engine.hub import plan_publish, publish
-
     sync(session, chat_template, response_template, form_case, form)
     repo = (publish_repo or "").strip()
     if not repo:
@@ -111,8 +107,6 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
 
 def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The zip without a repo to diff against: the files as `save_pretrained` writes them from scratch."""
-    from engine.hub import build_files, zip_files
-
     sync(session, chat_template, response_template, form_case, form)
     built = build_files({}, chat_template_to_publish(session), session.workspace.response_template)
     if any(d.severity == "error" for d in built.diagnostics):
@@ -128,8 +122,6 @@ def _zip_file(data: bytes, name: str) -> str:
 
 
 def _problem(message: str):
-    from engine.diagnostics import Diagnostic
-
     return Diagnostic("error", message, "hub")
 
 

@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 from engine.diagnostics import Diagnostic
+from engine.hub import load_templates, read_uploads
 from engine.presets import load_preset, preset_names
 
 from engine.workspace import Workspace
@@ -82,8 +83,6 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
     repo = (repo or "").strip()
     if not repo:
         return None, [Diagnostic("error", "Enter a repo id (owner/model) or a local folder.", "hub")]
-    from engine.hub import load_templates
-
     loaded = load_templates(repo, (revision or "").strip() or None)
     if not loaded.ok:
         return None, loaded.diagnostics
@@ -97,8 +96,6 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
 
 def from_files(current: Workspace, paths: list[str]) -> tuple[Workspace | None, list[Diagnostic]]:
     """Uploaded files, read by the engine (`engine.hub.read_uploads`)."""
-    from engine.hub import read_uploads
-
     if not paths:
         return None, [Diagnostic("error", "No files uploaded.", "hub")]
     found = read_uploads({Path(path).name: Path(path).read_bytes() for path in paths})

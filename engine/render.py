@@ -18,6 +18,7 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from .diagnostics import Diagnostic, line_text
 from .errors import log_failure, quoted
+from .sandbox import SandboxCrashed, SandboxTimeout, shared_pool
 from .transformers_compat import normalize_messages
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
@@ -156,8 +157,6 @@ def render(
 
 
 def _render_bounded(timeout: float, **kwargs: Any) -> RenderResult:
-    from .sandbox import SandboxCrashed, SandboxTimeout, shared_pool
-
     try:
         return shared_pool().call(render, kwargs, timeout)
     except SandboxTimeout as e:

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import copy
 from dataclasses import asdict, dataclass, field, fields
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .cases import Case, Recording, render_case
+from .cases import Case, Recording, generation_start, render_case
+from .checks import CheckReport, Sample, run_checks
+from .presets import Preset, load_preset
 from .render import RenderResult
-
-if TYPE_CHECKING:
-    from .checks import CheckReport, Sample
-    from .presets import Preset
 
 RUNNERS = ("recorded", "simulated", "local", "remote")
 # The recording choice meaning "the text the author pasted".
@@ -144,16 +142,12 @@ class Workspace:
 
     def generation_start(self, case: Case, prompt: str, timeout: float | None = None) -> int | None:
         """Where the generation prompt begins in `prompt` (see `cases.generation_start`)."""
-        from .cases import generation_start
-
         return generation_start(self.chat_template, case, prompt, self.special_tokens, self.template_kwargs(), timeout)
 
     def run_checks(self, runs: list[Sample | tuple[Case, str]] | None = None, **options: Any) -> CheckReport:
         """Every check on this workspace: its cases, the recordings of those cases, and `runs`
         (outputs a runner produced). `options` go to `engine.checks.run_checks` and win over the
         workspace's own settings (e.g. `timeout=`, or `template_kwargs=` from the command line)."""
-        from .checks import run_checks
-
         settings: dict[str, Any] = {
             "special_tokens": self.special_tokens,
             "template_kwargs": self.template_kwargs(),
@@ -217,6 +211,13 @@ class Workspace:
 
     def copy(self) -> Workspace:
         return copy.deepcopy(self)
+
+
+def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:
+    """Every check on a preset, exactly as the Checks tab runs them on a preset just opened: its
+    cases, recordings, special and stop tokens, template kwargs and intended differences."""
+    preset = load_preset(preset) if isinstance(preset, str) else preset
+    return Workspace.from_preset(preset).run_checks(**options)
 
 
 def _text(value: Any, name: str) -> str:

@@ -71,7 +71,7 @@ def test_checks_on_a_runaway_template_stop_with_a_message(monkeypatch):
 def test_the_checks_tab_and_check_preset_pass_the_same_kwargs():
     """One function decides which template kwargs a check passes (None defaults are left out), so
     the Checks tab and `python -m engine check --preset` judge a preset identically."""
-    from engine.checks import run_preset_checks
+    from engine.workspace import run_preset_checks
 
     for name in ("smollm3", "gpt-oss"):  # smollm3 declares kwargs whose default is None (not passed)
         sess = Session.empty()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.checks import run_preset_checks
+from engine.workspace import run_preset_checks
 from engine.presets import load_preset, preset_names
 
 PRESETS = preset_names()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from transformers.utils.chat_parsing import parse_response
 
-from engine.checks import run_preset_checks
+from engine.workspace import run_preset_checks
 from engine.presets import load_preset, preset_names
 from engine.response_spec import load_response_spec
 from engine.trace import Trace, trace_text

@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from engine.cases import Case, Recording, generation_start
-from engine.checks import run_preset_checks
+from engine.workspace import run_preset_checks
 from engine.presets import load_preset
 from engine.response_spec import literal_delimiters, load_response_spec
 from engine.runners import LocalRunner, RecordedRunner, RemoteRunner, RunnerError, SimulatedRunner, build_runner
@@ -25,16 +25,16 @@ def test_kwargs_with_a_none_default_are_not_passed():
 
 def test_check_preset_passes_the_kwargs_a_workspace_passes(monkeypatch):
     """`check --preset` and the Checks tab go through Workspace.run_checks: one set of kwargs."""
-    import engine.checks
+    import engine.workspace
 
     seen = {}
-    original = engine.checks.run_checks
+    original = engine.workspace.run_checks
 
     def spy(*args, **kwargs):
         seen.update(kwargs)
         return original(*args, **{**kwargs, "families": ["chat_lints"]})
 
-    monkeypatch.setattr(engine.checks, "run_checks", spy)
+    monkeypatch.setattr(engine.workspace, "run_checks", spy)
     run_preset_checks("smollm3")
     preset = load_preset("smollm3")
     assert seen["template_kwargs"] == Workspace.from_preset(preset).template_kwargs()

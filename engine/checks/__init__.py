@@ -3,7 +3,7 @@
 work outside Python (lints). Each result is pass / warn / fail with details and a location.
 
     report = run_checks(chat_template, response_template_json, cases, recordings)
-    report = run_preset_checks("smollm3")
+    report = Workspace.from_preset(load_preset("smollm3")).run_checks()   # engine.workspace
     report.status, report.to_dict()   # {"checks": [...], "diagnostics": [...]}
 """
 
@@ -18,6 +18,7 @@ import jinja2
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
+from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
 from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
@@ -40,7 +41,6 @@ __all__ = [
     "Sample",
     "Status",
     "run_checks",
-    "run_preset_checks",
 ]
 
 
@@ -143,18 +143,7 @@ def run_checks(
     return report
 
 
-def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:
-    """Every check on a preset, exactly as the Checks tab runs them on a preset just opened: its
-    cases, recordings, special and stop tokens, template kwargs and intended differences."""
-    from ..workspace import Workspace
-
-    preset = load_preset(preset) if isinstance(preset, str) else preset
-    return Workspace.from_preset(preset).run_checks(**options)
-
-
 def _run_bounded(timeout: float, options: dict) -> CheckReport:
-    from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
-
     try:
         return shared_pool().call(run_checks, options, timeout)
     except SandboxTimeout as e:

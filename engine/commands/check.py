@@ -12,11 +12,12 @@ import json
 from dataclasses import replace
 
 from ..cases import Case, Recording
-from ..checks import CheckReport, Location, run_checks, run_preset_checks
+from ..checks import CheckReport, Location, run_checks
 from ..checks.regex_portability import value_start
 from ..diagnostics import Diagnostic, line_col
 from ..presets import load_preset
 from ..response_spec import key_offsets
+from ..workspace import run_preset_checks
 from . import UsageError, print_diagnostics, print_json, read_json, read_text
 
 

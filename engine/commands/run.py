@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..cases import Case
 from ..diagnostics import Diagnostic
+from ..presets import load_preset
 from ..response_spec import load_response_spec
 from ..runners import DEFAULT_MAX_SIZE_GB, RunnerError, build_runner
 from ..terminal import field_colours, legend, paint
@@ -132,8 +133,6 @@ def _workspace(args: argparse.Namespace) -> Workspace:
     """The templates, case and run settings to run with, from a preset or from files, as the
     workspace the app would hold; the flags override the preset's settings."""
     if args.preset:
-        from ..presets import load_preset
-
         try:
             workspace = Workspace.from_preset(load_preset(args.preset))
         except (KeyError, ValueError, OSError) as e:

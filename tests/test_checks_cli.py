@@ -4,30 +4,23 @@ rest through the same entry point in-process (starting Python and transformers t
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from engine.cli import main
 from engine.commands.check import _response_template
+from tests.conftest import engine_process
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "checks"
 CHATML = FIXTURES / "chatml"
 
 
-def engine(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", "check", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300)
-
-
-def check(capsys: pytest.CaptureFixture, *args: str) -> subprocess.CompletedProcess:
-    """`main(["check", ...])` in this process, with the exit code and output a subprocess would give."""
-    code = main(["check", *map(str, args)])
-    out, err = capsys.readouterr()
-    return subprocess.CompletedProcess(args, code, out, err)
+@pytest.fixture
+def check(cli):
+    """`python -m engine check ARGS`, in this process (see the `cli` fixture)."""
+    return lambda *args: cli("check", *args)
 
 
 def pair(*extra: str, response: Path = CHATML / "response_template.json") -> list[str]:
@@ -39,7 +32,7 @@ def test_a_sound_pair_exits_0_and_prints_every_check_as_json(tmp_path: Path) -> 
     tokenizer = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     tokenizer.save(str(tmp_path / "tokenizer.json"))
-    result = engine(*pair("--json", "--stop-token", "<|im_end|>", "--tokenizer", tmp_path / "tokenizer.json"))
+    result = engine_process("check", *pair("--json", "--stop-token", "<|im_end|>", "--tokenizer", tmp_path / "tokenizer.json"))
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert set(data) == {"checks", "diagnostics"} and data["diagnostics"] == []
@@ -48,31 +41,31 @@ def test_a_sound_pair_exits_0_and_prints_every_check_as_json(tmp_path: Path) -> 
     assert streamed and all("token chunks" in c["details"] and "20 random splits" in c["details"] for c in streamed)
 
 
-def test_a_failing_check_exits_1_with_its_location(capsys) -> None:
+def test_a_failing_check_exits_1_with_its_location(check) -> None:
     response = FIXTURES / "broken" / "wrong_start_anchor.json"
-    result = check(capsys, *pair("--json", response=response))
+    result = check(*pair("--json", response=response))
     assert result.returncode == 1
     failed = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "response_lint.start_anchor"]
     assert failed and failed[0]["status"] == "fail"
     assert failed[0]["location"] == {"source": "response_template", "line": 3, "column": 3}
-    text = check(capsys, *pair(response=response))
+    text = check(*pair(response=response))
     assert text.returncode == 1 and "FAIL  response_lint.start_anchor [case 'greeting'] at response_template:3:3" in text.stdout
     assert text.stdout.rstrip().endswith("failed")
 
 
-def test_warnings_pass_unless_strict(capsys) -> None:
+def test_warnings_pass_unless_strict(check) -> None:
     chat = FIXTURES / "broken" / "python_method.jinja"
     args = ["--chat-template", chat, "--response-template", CHATML / "response_template.json", "--random-splits", "0"]
-    assert check(capsys, *args).returncode == 0
-    strict = check(capsys, *args, "--strict")
+    assert check(*args).returncode == 0
+    strict = check(*args, "--strict")
     assert strict.returncode == 1 and "WARN  chat_lint.python_method" in strict.stdout
 
 
-def test_a_tokenizer_config_is_read_and_locations_point_into_it(capsys, tmp_path: Path) -> None:
+def test_a_tokenizer_config_is_read_and_locations_point_into_it(check, tmp_path: Path) -> None:
     spec = json.loads((FIXTURES / "broken" / "unused_group.json").read_text())
     config = tmp_path / "tokenizer_config.json"
     config.write_text(json.dumps({"eos_token": "<|im_end|>", "model_max_length": 4096, "response_template": spec}, indent=2))
-    result = check(capsys, "--chat-template", CHATML / "chat_template.jinja", "--response-template", config, "--random-splits", "0", "--json")
+    result = check("--chat-template", CHATML / "chat_template.jinja", "--response-template", config, "--random-splits", "0", "--json")
     [unused] = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "response_lint.unused_group" and c["status"] != "pass"]
     lines = config.read_text().splitlines()
     line = unused["location"]["line"]
@@ -82,14 +75,14 @@ def test_a_tokenizer_config_is_read_and_locations_point_into_it(capsys, tmp_path
     assert json.loads(text) == spec and shift == (3, 23) and tokens == {"eos_token": "<|im_end|>"}
 
 
-def test_bad_usage_exits_2(capsys) -> None:
-    assert check(capsys, "--preset", "no-such-preset").returncode == 2
-    assert check(capsys, "--chat-template", CHATML / "chat_template.jinja").returncode == 2
-    assert check(capsys, "--preset", "blank", "--cases", CHATML / "cases.json").returncode == 2
-    missing = check(capsys, "--chat-template", "missing.jinja", "--response-template", CHATML / "response_template.json")
+def test_bad_usage_exits_2(check) -> None:
+    assert check("--preset", "no-such-preset").returncode == 2
+    assert check("--chat-template", CHATML / "chat_template.jinja").returncode == 2
+    assert check("--preset", "blank", "--cases", CHATML / "cases.json").returncode == 2
+    missing = check("--chat-template", "missing.jinja", "--response-template", CHATML / "response_template.json")
     assert missing.returncode == 2 and "cannot read missing.jinja" in missing.stderr
 
 
-def test_a_preset(capsys) -> None:
-    result = check(capsys, "--preset", "blank", "--json", "--random-splits", "20")
+def test_a_preset(check) -> None:
+    result = check("--preset", "blank", "--json", "--random-splits", "20")
     assert result.returncode == 0 and json.loads(result.stdout)["checks"]

@@ -14,6 +14,7 @@ from engine.cases import Case
 from engine.workspace import Workspace
 
 from .case_form import BOOL_NAMES, CHOICE_NAMES, FORM_FIELDS, TEXT_NAMES, CaseForm, json_text, save_form, slot_plan
+from .run_panel import forget_other_run
 from .state import Session
 
 # What a case action shows: the picker, the name box, the case the form holds, its description, the form.
@@ -54,8 +55,8 @@ def form_updates(workspace: Workspace, case: Case) -> dict[str, Any]:
 
 
 # ----- case actions ------------------------------------------------------------------------------
-# Each saves the form into the case it showed, then returns what to show (`SHOWN`); the page then
-# refreshes the prompt.
+# Each saves the form into the case it showed, then returns what to show (`SHOWN`, and the run views
+# cleared when the last run belongs to another case); the page then refreshes the prompt.
 
 
 def show_case(workspace: Workspace, note: str = "") -> dict[str, Any]:
@@ -81,7 +82,7 @@ def select_case(session: Session, case_picker: str, form_case: str, **form: Any)
     workspace = _save(session, form_case, form)
     if workspace.find_case(case_picker) is not None:
         workspace.case_name = case_picker
-    return show_case(workspace)
+    return {**show_case(workspace), **forget_other_run(session)}
 
 
 def add_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
@@ -89,7 +90,7 @@ def add_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
     name = workspace.unique_name("new case")
     workspace.cases.append(Case(name, [{"role": "user", "content": "Hello!"}]))
     workspace.case_name = name
-    return show_case(workspace)
+    return {**show_case(workspace), **forget_other_run(session)}
 
 
 def duplicate_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
@@ -98,7 +99,7 @@ def duplicate_case(session: Session, form_case: str, **form: Any) -> dict[str, A
     copy = Case.from_dict({**source.to_dict(), "name": workspace.unique_name(f"{source.name} copy")})
     workspace.cases.insert(workspace.cases.index(source) + 1, copy)
     workspace.case_name = copy.name
-    return show_case(workspace)
+    return {**show_case(workspace), **forget_other_run(session)}
 
 
 def rename_case(session: Session, case_name: str, form_case: str, **form: Any) -> dict[str, Any]:
@@ -106,14 +107,14 @@ def rename_case(session: Session, case_name: str, form_case: str, **form: Any) -
     new_name = (case_name or "").strip()
     case = workspace.case
     if not new_name:
-        return show_case(workspace, "⚠ A case needs a name.")
+        return {**show_case(workspace, "⚠ A case needs a name."), **forget_other_run(session)}
     if new_name != case.name and workspace.find_case(new_name) is not None:
-        return show_case(workspace, f"⚠ There is already a case named “{new_name}”.")
+        return {**show_case(workspace, f"⚠ There is already a case named “{new_name}”."), **forget_other_run(session)}
     old = case.name
     workspace.cases[workspace.cases.index(case)] = replace(case, name=new_name)
     workspace.recordings = [replace(r, case=new_name) if r.case == old else r for r in workspace.recordings]
     workspace.case_name = new_name
-    return show_case(workspace)
+    return {**show_case(workspace), **forget_other_run(session)}
 
 
 def delete_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
@@ -121,22 +122,27 @@ def delete_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]
     case = workspace.find_case(form_case) or workspace.case
     if len(workspace.cases) <= 1:
         _save(session, form_case, form)
-        return show_case(workspace, "⚠ The last case cannot be deleted; edit it instead.")
+        return {**show_case(workspace, "⚠ The last case cannot be deleted; edit it instead."), **forget_other_run(session)}
     index = workspace.cases.index(case)
     workspace.cases.remove(case)
     workspace.case_name = workspace.cases[min(index, len(workspace.cases) - 1)].name
-    return show_case(workspace)
+    return {**show_case(workspace), **forget_other_run(session)}
 
 
 # ----- the panel ---------------------------------------------------------------------------------
 
 
+def build_case_picker() -> dict[str, Any]:
+    """The case picker (the toolbar holds it: switching cases is part of the loop)."""
+    picker = gr.Dropdown(label="Case", choices=[], elem_id="case-picker", allow_custom_value=False, min_width=170, scale=1)
+    return dict(case_picker=picker)
+
+
 def build_case_panel() -> dict[str, Any]:
-    """The case panel's components, by name."""
-    with gr.Group(elem_classes=["panel"]):
-        gr.HTML('<div class="panel-title">Case <span class="sub">a named test conversation</span></div>')
+    """The case panel's components, by name (the picker is in the toolbar)."""
+    with gr.Group(elem_classes=["panel"], elem_id="case-panel"):
+        gr.HTML('<div class="panel-title">Case <span class="sub">the conversation the prompt is rendered from</span></div>')
         with gr.Row(equal_height=True):
-            picker = gr.Dropdown(label="Case", choices=[], scale=3, elem_id="case-picker", allow_custom_value=False)
             name = gr.Textbox(label="Name", scale=2, elem_id="case-name")
         with gr.Row():
             add = gr.Button("+ New", size="sm", elem_id="case-add")
@@ -159,7 +165,7 @@ def build_case_panel() -> dict[str, Any]:
             extra_kwargs = gr.Code(label="Other template kwargs (JSON object)", language="json", lines=2, max_lines=10, elem_id="extra-kwargs-editor")
         diagnostics = gr.HTML(elem_classes=["diag-box"], elem_id="case-diagnostics")
     return dict(
-        case_picker=picker, case_name=name, form_case=form_case, case_description=description, case_add=add,
+        case_name=name, form_case=form_case, case_description=description, case_add=add,
         case_duplicate=duplicate, case_rename=rename, case_delete=delete, messages=messages, tools=tools,
         documents=documents, add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
         extra_kwargs=extra_kwargs, case_diagnostics=diagnostics, **slots,

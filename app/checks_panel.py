@@ -58,8 +58,9 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
     sync(session, chat_template, response_template, form_case, form)
     workspace = session.workspace
     runs: list[tuple[Case, str]] = []
-    if session.last_run is not None and session.last_run.chunks:
-        runs.append((workspace.case, "".join(session.last_run.chunks)))
+    run = session.last_run
+    if run is not None and run.chunks and run.matches(workspace):  # a stale run belongs to other templates
+        runs.append((workspace.case, "".join(run.chunks)))
     # The checks render and parse the author's templates many times: in the killable worker, so a
     # runaway template (or a catastrophic regex) cannot hold the server.
     report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)

@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+import regex
 import transformers
 
 from engine.diagnostics import Diagnostic
 from engine.presets import load_preset
 from engine.response_spec import load_response_spec
+from engine.text import SPECIAL_TOKEN
 from engine.workspace import Workspace
 
 from . import case_panel as cases
@@ -27,7 +29,7 @@ from .editors import build_editors
 from .highlight import diagnostics_html, field_classes, legend_html
 from .prompt_panel import build_prompt_panel
 from .publish_panel import build_publish_tab, download_zip, open_pull_request, preview
-from .run_panel import build_run_panel, settings_updates
+from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
 from .share import BOOT_JS, CLEAR_HASH_JS, LINK_JS, SAVE_JS, save_settings, share_code
@@ -39,48 +41,66 @@ from .workbench import refresh
 
 ASSETS = Path(__file__).resolve().parent
 CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
+JS = (ASSETS / "page.js").read_text(encoding="utf-8")
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",
     neutral_hue="slate",
     font=["Inter", "ui-sans-serif", "system-ui", "-apple-system", "Segoe UI", "sans-serif"],
     font_mono=["JetBrains Mono", "ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
-)
+    spacing_size="sm",  # compact: the whole edit → prompt → run → output loop fits one laptop screen
+).set(layout_gap="8px", block_padding="4px 8px", block_label_margin="0", block_label_padding="0 6px",
+      block_label_text_size="0.78rem", section_header_text_size="0.85rem")
 # Blocks(css=, theme=) moved to launch() in Gradio 6: app.py (and the tests) pass these.
-LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME}
+LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS}
 
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "legend", "notes", "status",
-        "publish_repo", "publish_revision")  # fmt: skip
+        "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+# What a case action updates.
+CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
 # What an edit re-derives.
 REFRESH_INPUTS = ("session", "chat_template", "response_template", "form_case", "show_whitespace", *FORM_FIELDS)
-REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info", "saved_code")
+REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info", "saved_code", "run_note")
 # The editors and the case form: what most buttons save before they act.
 EDITED = ("session", "chat_template", "response_template", "form_case", *FORM_FIELDS)
 
 
 def header_html() -> str:
     return (
-        '<div class="header"><div class="title">Template <span class="accent">playground</span></div>'
-        '<div class="tagline">Edit a chat template and a response template side by side, and watch model output '
-        "stream with every region highlighted.</div>"
-        f'<div class="version" id="transformers-version">Rendered and parsed by <b>transformers {transformers.__version__}</b></div></div>'
+        '<div class="header"><div class="title" title="Write the chat template and the response template side by side, '
+        'and watch a model\'s output parsed region by region.">Template <span class="accent">playground</span></div>'
+        f'<div class="version" id="transformers-version">transformers <b>{transformers.__version__}</b></div></div>'
     )
 
 
-def notes_markdown(workspace: Workspace) -> str:
-    """The preset's notes (what is surprising about this format)."""
+def notes_html(workspace: Workspace) -> str:
+    """The preset's notes (what is surprising about this format), escaped, with every token and
+    template tag shown as the code it is (`<think>`, `<|im_end|>`, `{% generation %}`)."""
     if not workspace.preset:
-        return "_Custom templates: no preset notes._"
+        return '<div class="notes"><i>Custom templates: no preset notes.</i></div>'
     try:
         preset = load_preset(workspace.preset)
     except (KeyError, ValueError, OSError):
         return ""
-    lines = [f"**{preset.display_name}**" + (f" — {', '.join(f'`{c}`' for c in preset.checkpoints)}" if preset.checkpoints else "")]
-    lines += [f"- {note}" for note in preset.notes]
-    if preset.round_trip_differences:
-        lines.append("\n**Not kept when rendered into history:** " + "; ".join(f"`{k}`: {v}" for k, v in preset.round_trip_differences.items()))
-    return "\n".join(lines)
+    checkpoints = ", ".join(f"<code>{html.escape(c)}</code>" for c in preset.checkpoints)
+    head = f"<b>{html.escape(preset.display_name)}</b>" + (f" — {checkpoints}" if checkpoints else "")
+    items = "".join(f"<li>{code_spans(note)}</li>" for note in preset.notes)
+    dropped = "; ".join(f"<code>{html.escape(k)}</code>: {code_spans(v)}" for k, v in preset.round_trip_differences.items())
+    tail = f"<p><b>Not kept when rendered into history:</b> {dropped}</p>" if dropped else ""
+    return f'<div class="notes"><p>{head}</p><ul>{items}</ul>{tail}</div>'
+
+
+_CODE = regex.compile(rf"(?:{SPECIAL_TOKEN})|\{{%-?.*?-?%\}}|\{{\{{.*?\}}\}}")
+
+
+def code_spans(text: str) -> str:
+    """`text` escaped, with special tokens and Jinja tags in `<code>`."""
+    out, cut = [], 0
+    for match in _CODE.finditer(text):
+        out += [html.escape(text[cut : match.start()]), f'<code class="tok">{html.escape(match.group())}</code>']
+        cut = match.end()
+    return "".join(out) + html.escape(text[cut:])
 
 
 def status_html(diagnostics: list[Diagnostic], note: str = "") -> str:
@@ -104,10 +124,11 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         **cases.show_case(workspace),
         **settings_updates(workspace),
         "legend": legend_html(field_classes(loaded.template.fields)) if loaded.ok else "",
-        "notes": notes_markdown(workspace),
+        "notes": notes_html(workspace),
         "status": status_html(diagnostics or [], note),
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
+        **runs.cleared_run(session),
     }
 
 
@@ -147,45 +168,71 @@ def pick_recording(session: Session, recording: str, form_case: str, **form: Any
     chosen = workspace.recording(recording)
     if chosen is not None and workspace.find_case(chosen.case) is not None:
         workspace.case_name = chosen.case
-    return {**cases.show_case(workspace), **runs.pasted_visibility(recording)}
+    return {**cases.show_case(workspace), **runs.pasted_visibility(recording), **runs.forget_other_run(session)}
+
+
+START_HERE = (
+    '<div class="start-here" id="start-here"><b>Start here:</b> pick a preset, edit either template (the prompt '
+    "updates as you type), press <b>▶ Run</b>, and read the output region by region. "
+    '<button class="start-here-close" title="Hide this line">×</button></div>'
+)
+# On a phone the two editors share one place: this switch shows one at a time.
+EDITOR_SWITCH = (
+    '<div class="editor-switch"><button data-show="chat" class="active">Chat template</button>'
+    '<button data-show="response">Response template</button></div>'
+)
 
 
 def build() -> gr.Blocks:
+    """The page: a compact header, a toolbar with the loop's controls (preset, case, runner, Run),
+    then the workbench: both editors beside the prompt and the output, all in the first screen of a
+    laptop. Details (the case's JSON, run options, events, step-through) follow below."""
     ui = Wiring()
     with gr.Blocks(title="Template playground", fill_width=True, elem_id="playground") as page:
         ui.add(session=gr.State(Session.empty), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
-        gr.HTML(header_html())
-        with gr.Row(equal_height=False, elem_id="top-bar"):
-            preset = gr.Dropdown(preset_choices(), label="Preset", scale=2, elem_id="preset-picker")
-            with gr.Column(scale=3):
-                with gr.Accordion("Load from the Hub, or from files", open=False, elem_id="load-accordion"):
-                    with gr.Row():
-                        repo = gr.Textbox(label="Repo id or local folder", placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
-                        revision = gr.Textbox(label="Revision", placeholder="main", scale=1, elem_id="hub-revision")
-                        hub_button = gr.Button("Load from Hub", scale=1, elem_id="hub-load")
-                    files = gr.File(label="Load files: chat_template.jinja, tokenizer_config.json, response_template.json",
-                                    file_count="multiple", file_types=[".jinja", ".json"], elem_id="file-upload")  # fmt: skip
-            with gr.Column(scale=2, min_width=260):
-                share_button = gr.Button("Share link", elem_id="share-button")
-                share_hidden = gr.Textbox(visible=False)
-                share_link = gr.Textbox(show_label=False, placeholder="A link that reopens these templates, cases and settings",
-                                        buttons=["copy"], elem_id="share-link", max_lines=1)  # fmt: skip
-        status = gr.HTML(elem_id="top-status")
-        with gr.Accordion("About this format", open=False, elem_id="notes-accordion"):
-            notes = gr.Markdown(elem_id="preset-notes")
-        ui.add(preset=preset, hub_repo=repo, hub_revision=revision, hub_load=hub_button, files=files,
-               share_button=share_button, share_code=share_hidden, share_link=share_link, status=status, notes=notes)
+        with gr.Row(equal_height=False, elem_id="header-row"):
+            gr.HTML(header_html(), elem_id="header", min_width=300)
+            with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
+                with gr.Row():
+                    repo = gr.Textbox(label="Repo id or local folder", placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
+                    revision = gr.Textbox(label="Revision", placeholder="main", scale=1, elem_id="hub-revision")
+                    hub_button = gr.Button("Load from Hub", scale=1, elem_id="hub-load")
+                files = gr.File(label="Load files: chat_template.jinja, tokenizer_config.json, response_template.json",
+                                file_count="multiple", file_types=[".jinja", ".json"], elem_id="file-upload")  # fmt: skip
+            with gr.Accordion("About this format", open=False, elem_id="notes-accordion"):
+                notes = gr.HTML(elem_id="preset-notes")
+            with gr.Column(elem_id="share-box", min_width=260):
+                with gr.Row(equal_height=True):
+                    share_button = gr.Button("Share link", elem_id="share-button", scale=0, min_width=100, size="sm")
+                    share_link = gr.Textbox(show_label=False, placeholder="Press Share for a link", buttons=["copy"],
+                                            elem_id="share-link", max_lines=1, container=False, min_width=150)  # fmt: skip
+        ui.add(share_button=share_button, share_code=gr.Textbox(visible=False), share_link=share_link)
+        ui.add(hub_repo=repo, hub_revision=revision, hub_load=hub_button, files=files, notes=notes)
+        with gr.Row(equal_height=True, elem_id="toolbar"):
+            ui.add(preset=gr.Dropdown(preset_choices(), label="Preset", elem_id="preset-picker", min_width=170, scale=1))
+            ui.add(**cases.build_case_picker())
+            ui.add(**runs.build_run_controls())
+        gr.HTML(START_HERE, elem_id="start-here-box")
+        ui.add(status=gr.HTML(elem_id="top-status"))
 
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Playground", id="playground"):
-                ui.add(**build_editors())
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=2, min_width=340):
-                        ui.add(**cases.build_case_panel())
-                    with gr.Column(scale=3, min_width=420):
+                with gr.Row(equal_height=False, elem_id="workbench"):
+                    with gr.Column(elem_id="editors-area", min_width=300):
+                        gr.HTML(EDITOR_SWITCH, elem_id="editor-switch-box")
+                        ui.add(**build_editors())
+                    with gr.Column(elem_id="prompt-area", min_width=300):
                         ui.add(**build_prompt_panel())
-                ui.add(**build_run_panel())
-                with gr.Group(elem_classes=["panel"]):
+                    with gr.Column(elem_id="output-area", min_width=300):
+                        ui.add(**runs.build_output_panel())
+                with gr.Row(equal_height=False, elem_id="details-row"):
+                    with gr.Column(scale=2, min_width=320):
+                        ui.add(**cases.build_case_panel())
+                    with gr.Column(scale=2, min_width=300):
+                        ui.add(**runs.build_run_options())
+                    with gr.Column(scale=3, min_width=320):
+                        ui.add(**runs.build_events())
+                with gr.Group(elem_classes=["panel"], elem_id="step-panel"):
                     ui.add(step_view=build_step_view(ui["step"]))
             with gr.Tab("Checks", id="checks"):
                 ui.add(**build_checks_tab())
@@ -214,15 +261,15 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["files"].upload, load_files, ["session", "files"], FILL))
 
     case_state = ["session", "form_case", *FORM_FIELDS]
-    then_refresh(ui.on(ui["case_picker"].input, cases.select_case, [*case_state, "case_picker"], cases.SHOWN, **quiet))
-    then_refresh(ui.on(ui["case_add"].click, cases.add_case, case_state, cases.SHOWN, **quiet))
-    then_refresh(ui.on(ui["case_duplicate"].click, cases.duplicate_case, case_state, cases.SHOWN, **quiet))
-    then_refresh(ui.on(ui["case_rename"].click, cases.rename_case, [*case_state, "case_name"], cases.SHOWN, **quiet))
-    then_refresh(ui.on(ui["case_delete"].click, cases.delete_case, case_state, cases.SHOWN, **quiet))
-    then_refresh(ui.on(ui["recording"].input, pick_recording, [*case_state, "recording"], [*cases.SHOWN, "pasted"], **quiet))
+    then_refresh(ui.on(ui["case_picker"].input, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_add"].click, cases.add_case, case_state, CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_duplicate"].click, cases.duplicate_case, case_state, CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_rename"].click, cases.rename_case, [*case_state, "case_name"], CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_delete"].click, cases.delete_case, case_state, CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["recording"].input, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
-    ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], boxes, **quiet)
+    ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)
     ui.on(ui["recording"].change, runs.pasted_visibility, ["recording"], ["pasted"], **quiet)
     ui.on([ui[name].input for name in SETTINGS], save_settings, ["session", *SETTINGS], ["saved_code"],
           trigger_mode="always_last", **quiet)

@@ -18,12 +18,12 @@ PROMPT_LEGEND = (
 
 def build_prompt_panel() -> dict[str, Any]:
     """The prompt view, its info line and the whitespace toggle, by name."""
-    with gr.Group(elem_classes=["panel"]):
+    with gr.Group(elem_classes=["panel"], elem_id="prompt-panel"):
         with gr.Row(equal_height=True, elem_classes=["panel-head"]):
             gr.HTML('<div class="panel-title">Prompt <span class="sub">exactly what the model reads</span></div>')
-            show_whitespace = gr.Checkbox(label="Show whitespace (· → ↵)", value=False, elem_id="show-whitespace",
-                                          container=False, scale=0, min_width=220)  # fmt: skip
+            show_whitespace = gr.Checkbox(label="Whitespace · → ↵", value=False, elem_id="show-whitespace",
+                                          container=False, scale=0, min_width=150)  # fmt: skip
         gr.HTML(PROMPT_LEGEND)
-        view = gr.HTML(elem_id="prompt-view", max_height=520)
+        view = gr.HTML(elem_id="prompt-view")
         info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
     return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace)

@@ -18,6 +18,7 @@ from engine.workspace import PASTED, Workspace
 from .live_views import stream_value
 from .run_stream import not_started, read_settings, stream_run
 from .state import Session
+from .step_panel import EMPTY as STEP_EMPTY
 from .widgets import incremental_html
 from .workbench import sync
 
@@ -41,6 +42,23 @@ def run_callback(session: Session, chat_template: str, response_template: str, f
         yield update.outputs()
 
 
+EMPTY_STREAM = stream_value("", '<span class="placeholder">Press Run to stream an output here.</span>')
+# The views that show a run (what a switch to other templates or another case clears).
+RUN_VIEWS = ("stream", "stats", "run_diagnostics", "message", "events", "step", "step_view", "run_note")
+
+
+def cleared_run(session: Session) -> dict[str, Any]:
+    """Forget the last run and empty its views: a run belongs to the templates and case it ran with."""
+    session.last_run = None
+    return {"stream": EMPTY_STREAM, "stats": "", "run_diagnostics": "", "message": "", "events": {"run": "", "pages": [], "tail": ""},
+            "step": gr.update(visible=False, value=0), "step_view": STEP_EMPTY, "run_note": ""}  # fmt: skip
+
+
+def forget_other_run(session: Session) -> dict[str, Any]:
+    """After a case switch: clear the run views when the last run belongs to another case."""
+    return cleared_run(session) if session.run_is_stale() else {}
+
+
 def request_stop(session: Session) -> bool:
     """The Stop button: signal the running runner (it ends within a second; the run then finishes
     with what it has, so step-through still works on the partial output). True when a run was told
@@ -60,6 +78,7 @@ def stop_button(session: Session) -> dict[str, Any]:
 def runner_visibility(runner: str) -> dict[str, Any]:
     """Show the options of the chosen runner."""
     return {
+        "recording": gr.update(visible=runner == "recorded"),
         "recorded_box": gr.update(visible=runner == "recorded"),
         "simulated_box": gr.update(visible=runner == "simulated"),
         "local_box": gr.update(visible=runner == "local"),
@@ -90,56 +109,71 @@ def settings_updates(workspace: Workspace) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def build_run_panel() -> dict[str, Any]:
-    """Settings on the left, the output (stream, message, events) on the right."""
-    with gr.Row(equal_height=False, elem_id="run-row"):
-        with gr.Column(scale=1, min_width=320):
-            with gr.Group(elem_classes=["panel"]):
-                gr.HTML('<div class="panel-title">Run <span class="sub">where the output comes from</span></div>')
-                runner = gr.Radio(RUNNER_CHOICES, value="recorded", label="Runner", elem_id="runner-choice")
-                with gr.Column(visible=True) as recorded_box:
-                    recording = gr.Dropdown(label="Recording", choices=[], elem_id="recording-picker")
-                    pasted = gr.Textbox(label="Raw model output to replay", lines=4, max_lines=12, visible=False, elem_id="pasted-output")
-                with gr.Column(visible=False) as simulated_box:
-                    gr.Markdown(EXPLANATION, elem_classes=["help"])
-                with gr.Column(visible=False) as local_box:
-                    model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
-                                       info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
-                with gr.Column(visible=False) as remote_box:
-                    remote_url = gr.Textbox(label="Server URL (OpenAI-compatible /v1/completions)", elem_id="remote-url")
-                    remote_model = gr.Textbox(label="Model name", elem_id="remote-model")
-                    api_key = gr.Textbox(label="API key (optional; never saved or shared)", type="password", elem_id="remote-key")
-                with gr.Column(visible=False) as sampling_box:
-                    with gr.Row():
-                        max_new_tokens = gr.Number(label="max new tokens", value=256, precision=0, minimum=1, elem_id="max-new-tokens")
-                        seed = gr.Number(label="seed", value=0, precision=0)
-                    temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature")
-                    top_p = gr.Slider(0.05, 1, value=0.9, step=0.05, label="top_p")
-                with gr.Column(visible=True) as pace_box:
-                    tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace (tokens/s; 0 = as fast as possible)", elem_id="pace")
-                with gr.Row():
-                    run = gr.Button("▶ Run", variant="primary", elem_id="run-button")
-                    stop = gr.Button("■ Stop", variant="stop", interactive=False, elem_id="stop-button")
-        with gr.Column(scale=3, min_width=480):
-            with gr.Group(elem_classes=["panel", "output-panel"]):
-                gr.HTML('<div class="panel-title">Output <span class="sub">as the parser sees it, region by region</span></div>')
-                legend = gr.HTML(elem_id="legend")
-                stats = gr.HTML(elem_id="run-stats")
-                with gr.Row(equal_height=False):
-                    with gr.Column(scale=3):
-                        stream = incremental_html("stream", stream_value("", '<span class="placeholder">Press Run to stream an output here.</span>'), elem_id="stream-view")
-                    with gr.Column(scale=2):
-                        message = gr.Code(label="Parsed message", language="json", lines=10, max_lines=30,
-                                          interactive=False, wrap_lines=True, elem_id="message-view")  # fmt: skip
-                diagnostics = gr.HTML(elem_id="run-diagnostics", elem_classes=["diag-box"])
-                with gr.Accordion("Events (the parser's own, in order)", open=True, elem_id="events-accordion"):
-                    events = incremental_html("events", elem_id="events-view")
+def build_run_controls() -> dict[str, Any]:
+    """What the toolbar holds to run: the runner, the recording (for the recorded runner), Run and Stop."""
+    runner = gr.Dropdown(RUNNER_CHOICES, value="recorded", label="Runner", elem_id="runner-choice", min_width=150, scale=0)
+    recording = gr.Dropdown(label="Recording", choices=[], elem_id="recording-picker", min_width=250, scale=2)
+    run = gr.Button("▶ Run", variant="primary", elem_id="run-button", min_width=90, scale=0)
+    stop = gr.Button("■ Stop", variant="stop", interactive=False, elem_id="stop-button", min_width=96, scale=0)
+    return dict(runner=runner, recording=recording, run=run, stop=stop)
+
+
+def build_output_panel() -> dict[str, Any]:
+    """The output as the parser sees it: legend, stats, the stream and the parsed message, problems."""
+    with gr.Group(elem_classes=["panel", "output-panel"], elem_id="output-panel"):
+        gr.HTML('<div class="panel-title">Output <span class="sub">as the parser sees it, region by region</span></div>')
+        legend = gr.HTML(elem_id="legend")
+        stats = gr.HTML(elem_id="run-stats")
+        note = gr.HTML(elem_id="run-note")
+        with gr.Row(equal_height=False, elem_id="output-row"):
+            with gr.Column(scale=3, min_width=260):
+                stream = incremental_html("stream", EMPTY_STREAM, elem_id="stream-view")
+            with gr.Column(scale=2, min_width=200):
+                message = gr.Code(label="Parsed message", language="json", lines=6, max_lines=14,
+                                  interactive=False, wrap_lines=True, elem_id="message-view")  # fmt: skip
+        diagnostics = gr.HTML(elem_id="run-diagnostics", elem_classes=["diag-box"])
+    return dict(legend=legend, stats=stats, run_note=note, stream=stream, message=message, run_diagnostics=diagnostics)
+
+
+def build_run_options() -> dict[str, Any]:
+    """Where the output comes from, in detail: pasted text and pace, a local model, a server, sampling."""
+    with gr.Group(elem_classes=["panel"], elem_id="run-options"):
+        gr.HTML('<div class="panel-title">Run options <span class="sub">for the runner chosen above</span></div>')
+        with gr.Column(visible=True) as recorded_box:
+            pasted = gr.Textbox(label="Raw model output to replay", lines=4, max_lines=12, visible=False, elem_id="pasted-output")
+        with gr.Column(visible=False) as simulated_box:
+            gr.Markdown(EXPLANATION, elem_classes=["help"])
+        with gr.Column(visible=False) as local_box:
+            model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
+                               info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+        with gr.Column(visible=False) as remote_box:
+            remote_url = gr.Textbox(label="Server URL (OpenAI-compatible /v1/completions)", elem_id="remote-url")
+            remote_model = gr.Textbox(label="Model name", elem_id="remote-model")
+            api_key = gr.Textbox(label="API key (optional; never saved or shared)", type="password", elem_id="remote-key")
+        with gr.Column(visible=False) as sampling_box:
+            with gr.Row():
+                max_new_tokens = gr.Number(label="max new tokens", value=256, precision=0, minimum=1, elem_id="max-new-tokens")
+                seed = gr.Number(label="seed", value=0, precision=0)
+            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature")
+            top_p = gr.Slider(0.05, 1, value=0.9, step=0.05, label="top_p")
+        with gr.Column(visible=True) as pace_box:
+            tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace: tokens/s (0: at once)", elem_id="pace")
+    return dict(
+        recorded_box=recorded_box, simulated_box=simulated_box, local_box=local_box, remote_box=remote_box,
+        sampling_box=sampling_box, pace_box=pace_box, pasted=pasted, tokens_per_second=tokens_per_second, model=model,
+        max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, remote_url=remote_url,
+        remote_model=remote_model, api_key=api_key,
+    )  # fmt: skip
+
+
+def build_events() -> dict[str, Any]:
+    """The parser's events, in order, and the step-through slider (rendered with the step view)."""
+    with gr.Group(elem_classes=["panel"], elem_id="events-panel"):
+        gr.HTML('<div class="panel-title">Events <span class="sub">the parser\'s own, in order</span></div>'
+                '<div class="help-line"><b>dirty</b>: <i>yes</i> for the raw text of a structured region (JSON, XML, …), '
+                "parsed into its value only when the region closes; <i>no</i> for text that is already part of the "
+                "final value.</div>")
+        events = incremental_html("events", elem_id="events-view")
     step = gr.Slider(0, 1, value=0, step=1, label="Chunk (the last position is the end of the output)", visible=False,
                      elem_id="step-slider", render=False)  # fmt: skip
-    return dict(
-        runner=runner, recorded_box=recorded_box, simulated_box=simulated_box, local_box=local_box,
-        remote_box=remote_box, sampling_box=sampling_box, pace_box=pace_box, recording=recording, pasted=pasted,
-        tokens_per_second=tokens_per_second, model=model, max_new_tokens=max_new_tokens, temperature=temperature,
-        top_p=top_p, seed=seed, remote_url=remote_url, remote_model=remote_model, api_key=api_key, run=run, stop=stop,
-        legend=legend, stream=stream, stats=stats, run_diagnostics=diagnostics, message=message, events=events, step=step,
-    )  # fmt: skip
+    return dict(events=events, step=step)

@@ -24,7 +24,7 @@ from engine.workspace import PASTED, RUNNERS, RunSettings, Workspace
 
 from .highlight import diagnostics_html, esc, field_classes, legend_html, message_json, output_html, prefix_html
 from .live_views import EventsView, StreamView
-from .state import LastRun, Session
+from .state import LastRun, Session, run_key
 from .workbench import RENDER_TIMEOUT
 
 UPDATES_PER_SECOND = 15
@@ -34,7 +34,7 @@ STOP_GRACE_SECONDS = 2.0
 SETTINGS = ("runner", "recording", "pasted", "tokens_per_second", "model", "max_new_tokens", "temperature", "top_p",
             "seed", "remote_url", "remote_model")  # fmt: skip
 # What a run updates, by name.
-OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop")
+OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop", "run_note")
 
 
 def read_settings(**values: Any) -> RunSettings:
@@ -73,6 +73,8 @@ class RunUpdate:
         values = {"stream": self.stream, "legend": self.legend, "stats": self.stats, "run_diagnostics": self.diagnostics,
                   "message": self.message, "events": self.events, "step": self.step}  # fmt: skip
         out = {name: value for name, value in values.items() if value is not None}
+        if self.stream is not None:
+            out["run_note"] = ""  # a new run is no longer stale
         if self.running is not None:
             out["run"] = gr.update(interactive=not self.running)
             out["stop"] = gr.update(interactive=self.running)
@@ -219,7 +221,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
         session.tokenizer = runner.tokenizer  # this visitor's model now splits their replays and counts their tokens
     stream = _stream_value(view, trace, classes, prefix, errors_shown)
     expected_note = _expected_note(workspace, settings, trace.message, stopped)
-    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds)
+    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace))
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")
     yield RunUpdate(
         stream=stream, events=events.value(), message=message_json(trace.message),

@@ -69,7 +69,8 @@ def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
 
 @dataclass
 class LastRun:
-    """What step-through replays: the chunks a run streamed and what they were parsed against."""
+    """What step-through replays: the chunks a run streamed and what they were parsed against, and
+    what it ran with (a run belongs to those templates and that case)."""
 
     prompt: str
     tools: list | None
@@ -77,6 +78,17 @@ class LastRun:
     chunks: list[str]
     tokens: list[int]
     seconds: list[float]
+    ran_with: tuple = ()  # `run_key` of the workspace when it ran
+
+    def matches(self, workspace: Workspace) -> bool:
+        """Whether the workspace still has the templates and case this run ran with."""
+        return self.ran_with == run_key(workspace)
+
+
+def run_key(workspace: Workspace) -> tuple:
+    """What a run depends on: both templates and the case (its name and content)."""
+    case = {k: v for k, v in workspace.case.to_dict().items() if k not in ("name", "description")}  # renaming keeps a run
+    return (workspace.chat_template, workspace.response_template, json.dumps(case, sort_keys=True, default=str))
 
 
 @dataclass
@@ -92,6 +104,10 @@ class Session:
     # prompt's tokens); None until they run a local model. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)
     stop: threading.Event | None = field(default=None, repr=False)
+
+    def run_is_stale(self) -> bool:
+        """Whether the last run belongs to other templates or another case than the workspace's now."""
+        return self.last_run is not None and not self.last_run.matches(self.workspace)
 
     @classmethod
     def empty(cls) -> Session:

@@ -64,7 +64,8 @@ def incremental_html(kind: str, value: dict | None = None, **kwargs: Any) -> gr.
     if kind == "events":
         template = (
             '<div class="inc-scroll events-scroll"><table class="events"><thead><tr><th>event</th>'
-            "<th>field</th><th>text or value</th><th>dirty</th></tr></thead>"
+            "<th>field</th><th>text or value</th><th title=\"yes: raw text of a structured region, parsed when it "
+            "closes; no: already part of the final value\">dirty ⓘ</th></tr></thead>"
             '<tbody class="inc-stable"></tbody><tbody class="inc-tail"></tbody></table></div>'
         )
     else:

@@ -23,6 +23,9 @@ from .state import Session, encode_workspace
 # Templates are untrusted code: the app renders in engine.sandbox's killable worker, bounded in time
 # and memory. The first render also waits for the worker to start (about a second).
 RENDER_TIMEOUT = 10.0
+# Shown over a run once the templates or the case it ran with have changed.
+STALE_NOTE = ('<div class="stale-banner run-stale">The output below ran with other templates or another case: run again to '
+              "update it. The checks leave it out.</div>")
 
 
 @dataclass
@@ -124,4 +127,5 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
         "prompt": view.html,
         "prompt_info": view.info,
         "saved_code": encode_workspace(session.workspace),
+        "run_note": STALE_NOTE if session.run_is_stale() else "",
     }

@@ -197,7 +197,7 @@ def test_run_callback_syncs_the_editors_and_reports_case_errors():
     sess = session()
     settings = settings_values(RunSettings(recording="think then answer", tokens_per_second=0))
     outputs = list(run_callback(**edited(sess), **settings, api_key=""))
-    assert set().union(*outputs) == {"stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop"}
+    assert set().union(*outputs) == {"stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop", "run_note"}
     assert json.loads(outputs[-1]["message"]) == EXPECTED
     outputs = list(run_callback(**edited(sess, messages="[broken"), **settings, api_key=""))
     assert len(outputs) == 1 and "The case has errors" in outputs[0]["run_diagnostics"]

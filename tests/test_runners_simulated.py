@@ -125,7 +125,7 @@ def test_a_reply_that_changes_earlier_turns_is_found_after_the_prompt() -> None:
     case = Case("after result", [CHATML_CASES[3].messages[0], thought, CHATML_CASES[3].messages[2]], tools=[WEATHER_TOOL])
     runner, prompt, output, parsed = run(drops, case, CHATML_RESPONSE_TEMPLATE, CHATML_SPECIAL_TOKENS)
     assert "I need the weather." in prompt
-    assert output.startswith("<think>\nThe user asks about Weather in Paris") and output.endswith("<|im_end|>")
+    assert output.startswith("<think>\nThe user asks: “Weather in Paris?”") and output.endswith("<|im_end|>")
     assert significant(parsed) == significant(runner.message)
     assert [d.severity for d in runner.diagnostics] == ["info"]
     assert "renders earlier turns differently" in runner.diagnostics[0].message
@@ -175,11 +175,33 @@ def test_every_preset_case_simulates_and_round_trips_with_documented_differences
     runner, prompt, output, parsed = run(preset.chat_template, case, preset.response_template, preset.special_tokens,
                                          kwargs, preset.stop_tokens)
     assert output
-    assert not [d for d in runner.diagnostics if d.severity != "info"], runner.diagnostics
     built, back = significant(runner.message), significant(parsed)
     lost = {field for field in set(built) | set(back) if built.get(field) != back.get(field)}
     # Only fields the preset documents as not surviving history may differ; all others come back exactly.
     assert lost <= set(preset.round_trip_differences), (lost, output)
+    # ... and the runner says so, naming exactly those fields.
+    warnings = [d for d in runner.diagnostics if d.severity != "info"]
+    assert {name for name in lost if f"`{name}`" in " ".join(d.message for d in warnings)} == lost
+    assert all("does not write" in d.message for d in warnings), warnings
+
+
+def test_a_simulation_says_what_the_template_drops_and_keeps_the_users_words():
+    """SmolLM3 renders only the content of an assistant turn: a simulated tool call comes out as an
+    empty turn, and the runner says why instead of "parsed without problems"."""
+    preset = load_preset("smollm3")
+    case = preset.case("tools offered")
+    kwargs = passed_kwargs(preset.kwarg_specs())
+    prompt = render_case(preset.chat_template, case, preset.special_tokens, kwargs).prompt
+    runner = SimulatedRunner(preset.chat_template, case, preset.response_template, preset.special_tokens, kwargs,
+                             preset.stop_tokens)
+    output = runner.simulate(prompt)
+    [warning] = [d for d in runner.diagnostics if d.severity == "warning"]
+    assert "`reasoning_content`, `tool_calls`" in warning.message and repr(output) in warning.message
+    user = case.messages[-1]["content"]
+    assert f"“{user}”" in runner.message["reasoning_content"]  # punctuation intact
+    hostile = Case("tags", [{"role": "user", "content": "What does <tool_call> do?"}])
+    message = simulate_message(hostile, SPEC)
+    assert "<tool_call>" not in json.dumps(message) and "“What does tool call do”" in message["reasoning_content"]
 
 
 def test_cli_simulates_a_case_file(cli, tmp_path: Path) -> None:

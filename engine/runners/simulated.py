@@ -19,11 +19,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import regex
+from transformers.utils.chat_parsing import parse_response
 
 from ..cases import Case, generation_start, render_case
 from ..diagnostics import Diagnostic
 from ..render import RenderResult
 from ..response_spec import compile_spec, load_response_spec
+from ..text import SPECIAL_TOKEN, short
 from .base import Chunk, RunnerError, paced
 from .recorded import split_tokens
 
@@ -38,10 +40,11 @@ EXPLANATION = (
 REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
 
 
-def simulate_message(case: Case, response_spec: dict, *, prompt: str | None = None) -> dict:
+def simulate_message(case: Case, response_spec: dict, *, prompt: str | None = None,
+                     template_kwargs: dict | None = None) -> dict:
     """A plausible assistant message for `case`, using only the fields the response template has:
-    reasoning (unless thinking is off: the prompt already closed the reasoning region, or the case
-    sets `enable_thinking` false), then either one call to the first offered tool (when the case
+    reasoning (unless thinking is off: the prompt already closed the reasoning region, or
+    `enable_thinking` is false in the case or the kwargs every case starts from), then either one call to the first offered tool (when the case
     has tools and the conversation does not end with a tool result) or an answer. With
     `continue_final_message`, the case's last assistant message, continued."""
     fields = response_spec.get("fields", {}) if isinstance(response_spec, dict) else {}
@@ -53,21 +56,21 @@ def simulate_message(case: Case, response_spec: dict, *, prompt: str | None = No
         return message
 
     message: dict[str, Any] = {"role": "assistant", **copy.deepcopy(defaults)}
-    topic = _topic(case.messages)
+    topic = _topic(case.messages, _delimiters(fields))
     tool = _first_tool(case.tools)
     after_result = bool(case.messages) and case.messages[-1].get("role") == "tool"
     call = tool is not None and "tool_calls" in fields and not after_result
 
     reasoning = next((name for name in REASONING_FIELDS if name in fields), None)
-    if reasoning is not None and _thinking_on(case, response_spec, prompt):
+    if reasoning is not None and _thinking_on({**(template_kwargs or {}), **case.template_kwargs}, response_spec, prompt):
         plan = f"I should call {tool['name']} to find out." if call else "I can answer directly."
-        message[reasoning] = f"The user asks about {topic}. {plan}"
+        message[reasoning] = f"The user asks: {topic}. {plan}"
     if call:
         arguments = {name: example_value(schema, name) for name, schema in _arguments(tool).items()}
         message["tool_calls"] = [{"type": "function", "function": {"name": tool["name"], "arguments": arguments}}]
     elif "content" in fields:
         source = f"According to {_last_tool_name(case.messages)}, here" if after_result else "Here"
-        message["content"] = f"{source} is a simulated answer about {topic}."
+        message["content"] = f"{source} is a simulated answer to {topic}."
     return message
 
 
@@ -134,25 +137,44 @@ def _last_tool_name(messages: list[dict]) -> str:
     return "the tool"
 
 
-def _topic(messages: list[dict]) -> str:
-    """A few words of the last user message (letters and digits only, so the simulated text never
-    contains a delimiter the user typed)."""
+def _delimiters(fields: dict) -> list[str]:
+    """The response template's literal delimiters (text a simulated reply must not contain)."""
+    found = []
+    for spec in fields.values():
+        for key in ("open", "close"):
+            value = spec.get(key) if isinstance(spec, dict) else None
+            found += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v.strip()]
+    return found
+
+
+def _topic(messages: list[dict], delimiters: list[str]) -> str:
+    """The last user message's first line, quoted as written (cut at a word near 60 characters).
+    When it holds text that could be read as a delimiter (one of the response template's, or
+    special-token-like text), only its words are kept: the simulated reply must parse as the
+    message it was built from, whatever the user typed."""
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, list):
             content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        words = regex.findall(r"[\p{L}\p{N}]+", content if isinstance(content, str) else "")
-        if words:
-            return " ".join(words[:8])
+        text = (content if isinstance(content, str) else "").strip().split("\n")[0].strip()
+        if not text:
+            continue
+        if len(text) > 60:
+            text = text[:60].rsplit(" ", 1)[0] + "…"
+        if regex.search(SPECIAL_TOKEN, text) or any(d.strip() in text for d in delimiters) or "<" in text:
+            words = regex.findall(r"[\p{L}\p{N}]+", text)
+            text = " ".join(words[:8]) if words else ""
+        if text:
+            return f"“{text}”"
     return "this"
 
 
-def _thinking_on(case: Case, response_spec: dict, prompt: str | None) -> bool:
-    """Thinking is off when the case turns it off, or when the prompt already closed the reasoning
+def _thinking_on(kwargs: dict, response_spec: dict, prompt: str | None) -> bool:
+    """Thinking is off when the kwargs turn it off, or when the prompt already closed the reasoning
     region (templates prefill an empty `<think></think>` to disable it)."""
-    if case.template_kwargs.get("enable_thinking") is False:
+    if kwargs.get("enable_thinking") is False:
         return False
     if prompt:
         from transformers.utils.chat_parsing import ResponseParser
@@ -218,7 +240,7 @@ class SimulatedRunner:
                 hint="Turn add_generation_prompt (or continue_final_message) on to simulate the assistant's reply.",
             )
         spec = self._spec()
-        message = simulate_message(self.case, spec, prompt=prompt)
+        message = simulate_message(self.case, spec, prompt=prompt, template_kwargs=self.template_kwargs)
         history = self._render_history(message)
         output = self._reply(prompt, history)
         for stop in self.stop_tokens:
@@ -228,8 +250,31 @@ class SimulatedRunner:
         if not output:
             self.diagnostics.append(Diagnostic("warning", "The chat template renders nothing for the simulated reply.",
                                                "runner", hint="Check how the template renders assistant messages."))
+        else:
+            self._report_dropped(message, prompt, output, spec)
         self.message, self.output = message, output
         return output
+
+    def _report_dropped(self, message: dict, prompt: str, output: str, spec: dict) -> None:
+        """Say which fields of the simulated message the chat template does not write back (so the
+        simulation cannot show them), e.g. SmolLM3 renders only the content of an assistant turn."""
+        try:
+            parsed = parse_response(output, spec, prefix=prompt, tools=self.case.tools)
+        except Exception:  # noqa: BLE001 - a reply that does not parse is the trace's to report
+            return
+        dropped = [name for name, value in message.items() if name != "role" and value and not parsed.get(name)]
+        if not dropped:
+            return
+        names = ", ".join(f"`{name}`" for name in dropped)
+        self.diagnostics.append(Diagnostic(
+            "warning",
+            f"The chat template does not write {names} of an assistant message into the conversation, so the "
+            f"simulation cannot show {'it' if len(dropped) == 1 else 'them'}: for a reply with "
+            f"{', '.join(name for name in message if name != 'role')} it wrote only {short(output, 80)!r}.",
+            "runner",
+            hint="A real model still writes these fields: replay a recording or run a model to see them "
+            "(the model card usually says which tags it writes).",
+        ))  # fmt: skip
 
     def stream(
         self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None

@@ -97,9 +97,11 @@ def test_picking_a_recording_shows_its_case_and_the_tool_call_region(page: Page)
     expect(page.locator("#stream-view .seg.delim.open.f2")).to_have_text("<tool_call>")
     expect(page.locator("#message-view .cm-content")).to_contain_text('"tool_calls"')
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1440, "height": 900})
     page.evaluate("window.scrollTo(0, 0)")
-    page.screenshot(path=str(SCREENSHOTS / "playground.png"), full_page=True, clip={"x": 0, "y": 0, "width": 1500, "height": 1150})
-    page.locator("#run-row").screenshot(path=str(SCREENSHOTS / "playground-run.png"))
+    page.wait_for_timeout(300)
+    page.screenshot(path=str(SCREENSHOTS / "playground.png"))  # the first screen of a laptop
+    page.locator("#output-area").screenshot(path=str(SCREENSHOTS / "playground-run.png"))
 
 
 def test_step_through_and_whitespace_toggle(page: Page):

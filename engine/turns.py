@@ -43,6 +43,10 @@ def reply_after(prompt: str, history: str, header: str | None) -> Reply:
                 "runner",
                 hint="Expected for formats that drop earlier reasoning from history; otherwise check the template.",
             ))  # fmt: skip
+    # The two part ways inside a token (a prefilled "<think>" where the history has "<tool_call>"):
+    # the reply starts with that whole token.
+    while shared > 0 and not history[shared - 1].isspace() and history[shared - 1] not in ">]":
+        shared -= 1
     return Reply(history[shared:], Diagnostic(
         "warning",
         f"The assistant turn rendered into history does not continue the prompt: from character "

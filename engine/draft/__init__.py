@@ -129,7 +129,7 @@ def draft_response_template(
         if located.lost_calls and len(located.lost_calls) < len(turn.probe.message.get("tool_calls", [])):
             lost.setdefault("tool_calls", []).append(turn.probe.label)
     primary = [t for t in turns if t.probe.primary]
-    built = build(primary, missing)
+    built = build(primary, missing, stops)
     draft.response_template = built.spec
     drafted = set((built.spec or {}).get("fields", {}))
     outcomes = [verify_turn(built.spec, t, drafted, set(built.left_out)) for t in turns] if built.spec else []

@@ -1,10 +1,11 @@
 """Read each field's delimiters off the rendered probe turns.
 
-A field's close is what always follows its body (the common prefix of the text after it), cut to its
-first markup token; its open is what always precedes it once the previous field's close is taken away
-(the common suffix), the shortest tail that starts at a markup token (or a word), lies in the model's
-output at least once, and occurs nowhere else. Text the generation prompt ends with that opens a
-field (a prefilled `<think>`) is an open, not part of the start anchor."""
+A field's close is what always follows its body (the common start of the text after it); its open
+is what always precedes it once the previous field's close is taken away (the common end): the
+shortest tail that starts at a markup token (or a word), is the model's to write (it lies in the
+output at least once, or marks an empty region the template writes), and occurs nowhere else. Text
+the generation prompt ends with that opens a field (a prefilled `<think>`) is an open, not part of
+the start anchor."""
 
 from __future__ import annotations
 
@@ -14,46 +15,84 @@ from dataclasses import dataclass, field
 import regex
 
 from .locate import Span
-from .probes import CALL_NAMES, Turn
+from .probes import CALL_IDS, CALL_NAMES, Turn
 
 # Special tokens and tags: <|im_end|>, <think>, </tool_call>, <｜tool▁sep｜>, [TOOL_CALLS], [/INST].
 MARKUP = regex.compile(r"<[^<>\s]{1,80}>|\[/?[A-Z][A-Z_]{1,40}\]")
-# Stands for a call's name in the text before its body, while opens are compared.
-NAME = "\x00"
+# Stand for a call's name and id in the text before its body while opens are compared; in the
+# response template they become the named groups `name` and `id`.
+NAME, ID = "\x00", "\x01"
+PLACEHOLDERS = {NAME: "name", ID: "id"}
+
+
+def escape(text: str) -> str:
+    """`text` as a regex: only the characters regexes treat specially are escaped (spaces stay
+    readable), and newlines and tabs are written as \\n and \\t."""
+    return regex.sub(r"[.^$*+?{}\[\]\\|()]", lambda m: "\\" + m.group(), text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 @dataclass
 class Delimiter:
-    """An open or a close: literal text, possibly with the call's name in it (NAME), and optional text
-    before (opens) or after (closes) that only some occurrences have."""
+    """An open or a close: literal text (possibly holding a call's NAME and ID), text only some
+    occurrences have before it (opens) or after it (closes), other texts that count as well (the
+    end-of-turn tokens that close the implicit field), or a regex of its own (a lookahead)."""
 
     text: str
     optional: list[str] = field(default_factory=list)
-    raw: str | None = None  # a regex of its own (a lookahead where nothing marks the start)
+    alternatives: list[str] = field(default_factory=list)
+    raw: str | None = None
+    classes: dict[str, str] = field(default_factory=dict)  # placeholder -> character class of its group
 
     @property
     def literal(self) -> bool:
-        return NAME not in self.text and not self.optional and self.raw is None
+        return self.raw is None and not self.optional and not any(p in self.text for p in PLACEHOLDERS)
 
-    def pattern(self, name_class: str = r"[^\s<]+", opening: bool = True) -> str:
+    def regex(self, opening: bool = True, named: bool = True) -> str:
+        """The regex; `named=False` leaves the name and id groups unnamed (for a lookahead in a close,
+        whose captures would otherwise replace the open's)."""
         if self.raw is not None:
             return self.raw
-        body = escape(self.text).replace(NAME, f"(?P<name>{name_class})")
-        if not self.optional:
-            return body
-        choices = "|".join(escape(o) for o in sorted(self.optional, key=len, reverse=True))
-        return f"(?:{choices})?{body}" if opening else f"{body}(?:{choices})?"
+        body = escape(self.text)
+        for mark, group in PLACEHOLDERS.items():
+            if mark in body:
+                start = f"(?P<{group}>" if named else "(?:"
+                body = body.replace(mark, f"{start}{self.classes.get(mark) or _class_after(self.text, mark)})", 1)
+        if self.optional:
+            choices = "|".join(escape(o) for o in sorted(self.optional, key=len, reverse=True))
+            body = f"(?:{choices})?{body}" if opening else f"{body}(?:{choices})?"
+        return "|".join([body, *(escape(a) for a in self.alternatives)])
+
+    def spec(self, key: str, opening: bool = True) -> dict:
+        """The response template keys for it: `open` / `close` (a literal or a list of them), or
+        `open_pattern` / `close_pattern`."""
+        if self.literal:
+            return {key: [self.text, *self.alternatives] if self.alternatives else self.text}
+        return {f"{key}_pattern": self.regex(opening)}
+
+
+def _class_after(text: str, mark: str) -> str:
+    """The characters a name or id may have: anything up to the character that follows it."""
+    at = text.index(mark) + 1
+    after = text[at : at + 1]
+    return r"[^\s" + escape(after) + "]+" if after and not after.isspace() else r"[^\s<]+"
 
 
 @dataclass
 class Occurrence:
-    """A field's body in one turn, with the text between it and its neighbours."""
+    """A field's body in one turn, with the text between it and its neighbours (calls' names and ids
+    written outside the body replaced by placeholders)."""
 
     turn: Turn
     span: Span
-    before: str  # from the previous boundary (start of the turn text, or the previous field's body end)
-    before_start: int
-    after: str  # up to the next field's body (or the end of the output)
+    before: str  # from the previous body's end (or the start of the turn text)
+    after: str  # up to the next body (or the end of the output)
+    next_field: str | None
+
+    @property
+    def previous_field(self) -> str | None:
+        spans = self.turn.spans
+        index = spans.index(self.span)
+        return spans[index - 1].field if index else None
 
 
 def occurrences(turns: list[Turn]) -> dict[str, list[Occurrence]]:
@@ -65,72 +104,68 @@ def occurrences(turns: list[Turn]) -> dict[str, list[Occurrence]]:
             start = spans[i - 1].end if i else 0
             end = spans[i + 1].start if i + 1 < len(spans) else len(turn.text)
             before = turn.text[start : span.start]
-            if span.name_at is not None and span.name_at >= start:
-                name = CALL_NAMES[span.calls[0]]
-                cut = span.name_at - start
-                before = before[:cut] + NAME + before[cut + len(name) :]
-            out.setdefault(span.field, []).append(Occurrence(turn, span, before, start, turn.text[span.end : end]))
+            for at, mark, word in sorted(_marks(span), reverse=True):
+                if at >= start:
+                    before = before[: at - start] + mark + before[at - start + len(word) :]
+            following = spans[i + 1].field if i + 1 < len(spans) else None
+            out.setdefault(span.field, []).append(Occurrence(turn, span, before, turn.text[span.end : end], following))
     return out
 
 
-def escape(text: str) -> str:
-    """`text` as a regex: only the characters regexes treat specially are escaped (spaces stay
-    readable), and newlines and tabs are written as \\n and \\t."""
-    return regex.sub(r"[.^$*+?{}\[\]\\|()]", lambda m: "\\" + m.group(), text).replace("\n", "\\n").replace("\t", "\\t")
+def _marks(span: Span) -> list[tuple[int, str, str]]:
+    marks = []
+    if span.name_at is not None:
+        marks.append((span.name_at, NAME, CALL_NAMES[span.calls[0]]))
+    if span.id_at is not None:
+        marks.append((span.id_at, ID, CALL_IDS[span.calls[0]]))
+    return marks
 
 
 # ----- closes ------------------------------------------------------------------------------------
 
 
-def choose_close(found: list[Occurrence]) -> str | None:
-    """The close: the shortest start of the common text after every body that ends at a markup
-    token (or all of it when it has none); None when nothing always follows."""
-    common = os.path.commonprefix([o.after for o in found]).strip()
-    if not common:
-        return None
+def common_close(found: list[Occurrence]) -> str | None:
+    """What always follows the field's body (trimmed), or None."""
+    return os.path.commonprefix([o.after for o in found]).strip() or None
+
+
+def shortest_close(common: str) -> str:
+    """The start of `common` up to its first markup token (all of it when it has none)."""
     first = MARKUP.search(common)
     return common[: first.end()] if first else common
+
+
+def end_of_turn(found: list[Occurrence], stop_tokens: list[str]) -> list[str]:
+    """The stop tokens the outputs end with (what closes the implicit field besides its own close)."""
+    seen = []
+    for occurrence in found:
+        output = occurrence.turn.output.rstrip()
+        seen += [t for t in stop_tokens if t and output.endswith(t) and t not in seen]
+    return seen
 
 
 # ----- opens -------------------------------------------------------------------------------------
 
 
-def remainders(found: list[Occurrence], closes: dict[str, str | None]) -> list[tuple[Occurrence, int]]:
-    """For each occurrence, where the text before it starts once the previous field's close (and the
-    whitespace around it) is taken away."""
-    out = []
-    for occurrence in found:
-        text = occurrence.before
-        skip = len(text) - len(text.lstrip())
-        previous = _previous_field(occurrence)
-        close = closes.get(previous) if previous else None
-        if close and text[skip:].startswith(close):
-            skip += len(close)
-        out.append((occurrence, skip))
-    return out
-
-
-def _previous_field(occurrence: Occurrence) -> str | None:
-    spans = occurrence.turn.spans
-    index = spans.index(occurrence.span)
-    return spans[index - 1].field if index else None
+def remainder(occurrence: Occurrence, closes: dict[str, str | None]) -> str:
+    """The text before a body once the previous field's close (and the whitespace around it) is gone."""
+    text = occurrence.before.lstrip()
+    close = closes.get(occurrence.previous_field) if occurrence.previous_field else None
+    if close and text.startswith(close):
+        text = text[len(close) :]
+    return text
 
 
 def choose_open(name: str, found: list[Occurrence], closes: dict[str, str | None], turns: list[Turn],
-                named: bool) -> Delimiter | None:  # fmt: skip
+                needs: str = "") -> Delimiter | None:  # fmt: skip
     """The shortest eligible tail of the common text before every body (see the module docstring);
-    `named` when the call's name is written before the body (the open must hold it)."""
-    parts = remainders(found, closes)
-    texts = [o.before[skip:] for o, skip in parts]
-    common = _common_suffix(texts).rstrip()
+    `needs` are placeholders the open must hold (a call's name written before its body)."""
+    common = _common_suffix([remainder(o, closes) for o in found]).rstrip()
     if not common.strip():
         return None
-    starts = _starts(common)
-    for start in starts:
+    for start in _starts(common):
         candidate = common[start:]
-        if named and NAME not in candidate:
-            continue
-        if _eligible(name, candidate, found, closes, turns):
+        if all(mark in candidate for mark in needs) and _eligible(name, candidate, found, closes, turns):
             return Delimiter(candidate)
     return None
 
@@ -144,36 +179,68 @@ def _starts(text: str) -> list[int]:
 
 def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[str, str | None],
               turns: list[Turn]) -> bool:  # fmt: skip
-    """The candidate lies in the output at least once, never straddles the prompt and the output, and
-    matches nowhere but before this field's bodies (or an empty region of it)."""
+    """The candidate never straddles the prompt and the output, is the model's to write (in the
+    output at least once, or marking an empty region), and matches nowhere but before this field's
+    bodies or an empty region of it."""
     in_output = False
     for occurrence in found:
-        trailing = len(occurrence.before) - len(occurrence.before.rstrip())
-        end = occurrence.span.start - trailing
-        start = end - len(candidate.replace(NAME, CALL_NAMES[occurrence.span.calls[0]] if occurrence.span.calls else ""))
+        end = occurrence.span.start - (len(occurrence.before) - len(occurrence.before.rstrip()))
+        start = end - len(_filled(candidate, occurrence.span))
         offset = occurrence.turn.offset
-        if start < offset < end:
-            return False
+        if start < offset < end or (end <= offset and start <= anchor_start(occurrence.turn)):
+            return False  # it straddles the prompt and the output, or it is the whole generation prompt
         in_output = in_output or start >= offset
-    if not in_output:
-        return False
-    pattern = regex.compile(Delimiter(candidate).pattern(r"[\w.\-]+"))
+    pattern = regex.compile(Delimiter(candidate, classes={NAME: r"[\w.\-]+", ID: r"\w+"}).regex())
     close = closes.get(name)
+    empty_region = False
     for turn in turns:
         bodies = {s.start for s in turn.spans if s.field == name}
         for match in pattern.finditer(turn.text, turn.header_start):
             rest = turn.text[match.end() :]
-            body_at = match.end() + len(rest) - len(rest.lstrip())
-            if body_at in bodies:
+            if match.end() + len(rest) - len(rest.lstrip()) in bodies:
                 continue
             if close and rest.lstrip().startswith(close):
-                continue  # an empty region: a prefilled <think></think>
+                empty_region = True  # an empty region the template writes (a prefilled <think></think>)
+                continue
             return False
-    return True
+    return in_output or empty_region
+
+
+def _filled(candidate: str, span: Span) -> str:
+    """The candidate as it is written before `span` (placeholders replaced by the call's name and id)."""
+    if not span.calls:
+        return candidate
+    return candidate.replace(NAME, CALL_NAMES[span.calls[0]]).replace(ID, CALL_IDS[span.calls[0]])
 
 
 def _common_suffix(texts: list[str]) -> str:
     return os.path.commonprefix([t[::-1] for t in texts])[::-1]
+
+
+def boundary_suffix(texts: list[str]) -> str:
+    """The common end of `texts`, from where an open may start (a markup token, or a word start in
+    every text)."""
+    common = _common_suffix(texts)
+    if all(len(t) == len(common) for t in texts):
+        return common
+    starts = {m.start() for m in MARKUP.finditer(common)} | {m.end() for m in regex.finditer(r"\s+", common)}
+    if all(len(t) == len(common) or t[-len(common) - 1] in " \n\t>]" for t in texts):
+        starts.add(0)
+    starts.discard(len(common))
+    return common[min(starts) :] if starts else ""
+
+
+def boundary_prefix(texts: list[str]) -> str:
+    """The common start of `texts`, up to where a close may end (after a markup token, before
+    whitespace, or the end of a text)."""
+    common = os.path.commonprefix(texts)
+    if all(len(t) == len(common) for t in texts):
+        return common
+    ends = {m.end() for m in MARKUP.finditer(common)} | {m.start() for m in regex.finditer(r"\s+", common)}
+    if all(len(t) == len(common) or t[len(common)] in " \n\t<[" for t in texts):
+        ends.add(len(common))
+    ends.discard(0)
+    return common[: max(ends)] if ends else ""
 
 
 # ----- the start anchor --------------------------------------------------------------------------
@@ -183,23 +250,27 @@ def start_anchor(turns: list[Turn], opens: list[Delimiter]) -> list[str]:
     """Where the model's turn begins in the prompt, per context: the generation prompt up to the
     first field it prefills (or, when the template adds none, the prompt's tail after the last
     message). Candidates that end with another one are dropped: the shorter ends at the same place."""
-    patterns = [regex.compile(o.pattern(r"[\w.\-]+")) for o in opens]
+    patterns = [regex.compile(o.regex()) for o in opens]
     candidates: list[str] = []
     for turn in turns:
         text = turn.text
-        end = len(turn.tail)
-        if turn.header:
-            start = turn.header_start
-        else:
-            # No generation prompt: the prompt's last markup token (what closes the last message,
-            # like [/INST]); text before it may be that message's own (a JSON tool result).
-            tokens = list(MARKUP.finditer(text, 0, end))
-            start = tokens[-1].start() if tokens else len(turn.tail) - len(turn.tail.lstrip())
+        start, end = anchor_start(turn), len(turn.tail)
         for pattern in patterns:
             match = pattern.search(text, start, end)
-            if match is not None:
+            if match is not None and match.end() > match.start():
                 end = min(end, match.start())
         anchor = text[start:end]
         if anchor.strip() and anchor not in candidates:
             candidates.append(anchor)
     return [c for c in candidates if not any(o != c and c.endswith(o) for o in candidates)]
+
+
+def anchor_start(turn: Turn) -> int:
+    """Where the start anchor may begin in the turn's text: the generation prompt; without one, what
+    follows the last message's closing token (Command R's <|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|> after
+    <|END_OF_TURN_TOKEN|>), or that token itself when it is the only one ([/INST]). Text before it may
+    be the message's own (a JSON tool result)."""
+    if turn.header:
+        return turn.header_start
+    tokens = list(MARKUP.finditer(turn.text, 0, len(turn.tail)))
+    return tokens[min(1, len(tokens) - 1)].start() if tokens else len(turn.tail) - len(turn.tail.lstrip())

@@ -29,6 +29,8 @@ class Span:
     arguments_as_string: bool = False
     name_at: int | None = None
     id_path: tuple | None = None
+    id_at: int | None = None
+    tag_pattern: str | None = None  # arguments written as tags (read with xml-inline)
 
     @property
     def listed(self) -> bool:
@@ -102,9 +104,14 @@ def _paths(span: Span, text: str, offset: int) -> None:
     span.arguments_as_string = isinstance(_get(item, arguments or ()), str)
     span.name_path = _path_to(item, lambda x: x == CALL_NAMES[first])
     span.id_path = _path_to(item, lambda x: x == CALL_IDS[first])
-    if span.name_path is None and not span.listed:
-        at = text.rfind(CALL_NAMES[first], offset, span.start)
-        span.name_at = at if at >= 0 else None
+    if not span.listed:
+        # Written before the body instead (gpt-oss's recipient, Mistral's [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]).
+        if span.name_path is None:
+            at = text.rfind(CALL_NAMES[first], offset, span.start)
+            span.name_at = at if at >= 0 else None
+        if span.id_path is None:
+            at = text.rfind(CALL_IDS[first], offset, span.start)
+            span.id_at = at if at >= 0 and span.name_at is not None and at > span.name_at else None
 
 
 def json_values(text: str, offset: int) -> list[tuple[int, int, Any]]:

@@ -9,6 +9,7 @@ from; secondary probes (content next to calls) are only verified."""
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,7 +102,17 @@ class Turn:
     tail: str
     output: str
     note: Diagnostic | None = None
+    # The conversation as rendered: the context, then the probe message (adapted, see ADAPTATIONS).
+    messages: list[dict] = field(default_factory=list)
+    adapted: str | None = None
+    # What the generation prompt prefills that the history leaves out (the turn is read without it).
+    prefilled: str = ""
     spans: list = field(default_factory=list)  # located fields (engine.draft.locate.Span)
+
+    @property
+    def message(self) -> dict:
+        """The assistant message as rendered."""
+        return self.messages[-1]
 
     @property
     def text(self) -> str:
@@ -186,19 +197,16 @@ def render_turns(
     for context in contexts(thinking_kwarg(chat_template), kwargs):
         probes = probes_for(context)
 
-        def draw(messages: list[dict], generation: bool) -> Any:
-            return render(chat_template, copy.deepcopy(messages), context.tools, add_generation_prompt=generation,
-                          template_kwargs=context.kwargs, special_tokens=special_tokens)  # fmt: skip
+        def draw(messages: list[dict], generation: bool) -> tuple[Any, str | None]:
+            return _render_adapted(chat_template, messages, context, generation, special_tokens)
 
-        prompt = draw(context.messages, True)
-        if not prompt.ok and context.tools is not None:
-            # Some templates read message.content unguarded: give the earlier call an empty one.
-            context.messages = [_with_content(m) for m in context.messages]
-            prompt = draw(context.messages, True)
+        prompt, adapted = draw(context.messages, True)
         if not prompt.ok:
             failures += [Failure(p, _first(prompt.diagnostics)) for p in probes]
             continue
-        without = draw(context.messages, False)
+        if adapted:
+            context.messages = [ADAPTATIONS[adapted](m) for m in context.messages]
+        without, _ = draw(context.messages, False)
         header = generation_prompt(prompt.prompt, without.prompt) or ""
         at = prompt.prompt.rfind(context.last_sentinel)
         if at < 0:
@@ -207,22 +215,78 @@ def render_turns(
             continue
         tail = prompt.prompt[at + len(context.last_sentinel) :]
         for probe in probes:
-            history = draw([*context.messages, probe.message], False)
-            if not history.ok and "content" not in probe.message:
-                history = draw([*context.messages, _with_content(probe.message)], False)
+            messages = [*context.messages, probe.message]
+            history, adapted = draw(messages, False)
             if not history.ok:
                 failures.append(Failure(probe, _first(history.diagnostics)))
                 continue
+            if adapted:
+                messages = [ADAPTATIONS[adapted](m) for m in messages]
+            turn = Turn(probe, prompt.prompt, header, tail, "", messages=messages, adapted=adapted)
             reply = reply_after(prompt.prompt, history.prompt, header or None)
-            output = up_to_stop(reply.text, stop_tokens)
-            turns.append(Turn(probe, prompt.prompt, header, tail, output, reply.diagnostic))
+            if reply.diagnostic is not None and reply.diagnostic.severity == "warning":
+                # The history leaves out what the generation prompt prefills (a "<think>\n" that
+                # history drops): read the turn as the history writes it, from where the two part.
+                start = len(history.prompt) - len(reply.text)
+                cut = len(prompt.prompt) - start
+                if cut > len(tail):
+                    failures.append(Failure(probe, "the history renders the earlier conversation differently from the prompt"))
+                    continue
+                turn.prompt, turn.tail, turn.prefilled = prompt.prompt[:start], tail[: len(tail) - cut], prompt.prompt[start:]
+                turn.header = header[: max(0, len(header) - cut)]
+            turn.output = up_to_stop(reply.text, stop_tokens)
+            turn.note = reply.diagnostic
+            turns.append(turn)
     return turns, failures
+
+
+def _with_content(message: dict) -> dict:
+    """The same message with an empty content, for templates that read message.content unguarded."""
+    return {**message, "content": ""} if message.get("role") == "assistant" and "content" not in message else message
+
+
+def _with_string_arguments(message: dict) -> dict:
+    """The same message with its calls' arguments as JSON strings, for templates that concatenate them
+    (the OpenAI wire format)."""
+    if not message.get("tool_calls"):
+        return message
+    calls = [{**c, "function": {**c["function"], "arguments": _json_text(c["function"]["arguments"])}} for c in message["tool_calls"]]
+    return {**message, "tool_calls": calls}
+
+
+# What a probe message may need before a template takes it, each tried in turn when rendering fails.
+ADAPTATIONS = {
+    "an empty content": _with_content,
+    "arguments as a JSON string": _with_string_arguments,
+    "an empty content and arguments as a JSON string": lambda m: _with_string_arguments(_with_content(m)),
+}
+
+
+def _render_adapted(chat_template: str | dict, messages: list[dict], context: Context, generation: bool,
+                    special_tokens: dict) -> tuple[Any, str | None]:  # fmt: skip
+    """Render `messages`; when the template fails, again with each adaptation of them (the result,
+    and the adaptation that made it render)."""
+
+    def draw(candidate: list[dict]) -> Any:
+        return render(chat_template, copy.deepcopy(candidate), context.tools, add_generation_prompt=generation,
+                      template_kwargs=context.kwargs, special_tokens=special_tokens)  # fmt: skip
+
+    result = draw(messages)
+    if result.ok or not any(m.get("role") == "assistant" for m in messages):
+        return result, None
+    for name, adapt in ADAPTATIONS.items():
+        adapted = [adapt(m) for m in messages]
+        if adapted == messages:
+            continue
+        again = draw(adapted)
+        if again.ok:
+            return again, name
+    return result, None
 
 
 def _first(diagnostics: list[Diagnostic]) -> str:
     return diagnostics[0].message if diagnostics else "the template renders nothing"
 
 
-def _with_content(message: dict) -> dict:
-    """The same message with an empty content, for templates that read message.content unguarded."""
-    return {**message, "content": ""} if message.get("role") == "assistant" and "content" not in message else message
+def _json_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments)

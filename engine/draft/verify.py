@@ -14,7 +14,7 @@ from ..cases import Case
 from ..checks import CheckResult, run_checks
 from ..checks.context import short
 from ..checks.round_trip import normalise_message
-from .probes import SENTINELS, Turn, call
+from .probes import SENTINELS, Turn
 
 # Random chunkings per output in the streaming check: probe turns are short, and there are a dozen.
 RANDOM_SPLITS = 20
@@ -40,9 +40,9 @@ def expected_message(turn: Turn, drafted: set[str]) -> dict:
             continue
         if span.field == "tool_calls":
             message.setdefault("tool_calls", [])
-            message["tool_calls"] += [call(i) for i in span.calls]
+            message["tool_calls"] += [turn.message["tool_calls"][i] for i in span.calls]
         else:
-            message[span.field] = turn.probe.message[span.field]
+            message[span.field] = turn.message[span.field]
     return message
 
 
@@ -102,7 +102,9 @@ def probe_cases(turns: list[Turn], drafted: set[str]) -> list[Case]:
         if len(message) == 1:
             continue
         context = turn.probe.context
-        cases.append(Case(turn.probe.label, [*context.messages, message], context.tools,
+        if "content" not in message and "content" in turn.message:
+            message["content"] = turn.message["content"]  # the empty content some templates need
+        cases.append(Case(turn.probe.label, [*turn.messages[:-1], message], context.tools,
                           add_generation_prompt=False, template_kwargs=dict(context.kwargs)))  # fmt: skip
     return cases
 

@@ -1,0 +1,103 @@
+"""Text a draft's delimiters leave over, which the implicit field would take (DeepSeek's
+`<｜tool▁calls▁begin｜>` before the first call, `<｜tool▁calls▁end｜>` after the last).
+
+Each probe turn is traced with the draft; text the implicit field takes that is not its own
+sentinel is attached to the delimiter next to it: what every occurrence has becomes part of the
+delimiter, what only some have becomes optional (`(?:…)?`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..trace import Segment, Trace
+from .delimiters import Delimiter, boundary_prefix, boundary_suffix
+from .probes import SENTINELS, Turn
+
+
+@dataclass
+class _Piece:
+    text: str
+    before: Segment | None  # the segment on its left (None: where parsing starts)
+    after: Segment | None  # the segment on its right (None: the end of the output)
+
+
+def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Built (import cycle)
+    """Attach leftover text to the opens and closes next to it, then reassemble the spec. Text that
+    cannot be attached is noted on the implicit field."""
+    implicit = built.implicit
+    sentinel = SENTINELS.get(implicit)
+    before_open: dict[str, list[str]] = {}
+    after_close: dict[str, list[str]] = {}
+    stranded: list[str] = []
+    for turn in turns:
+        segments = _segments(built.spec, turn)
+        pieces = _pieces(turn, segments, implicit, sentinel)
+        claimed: dict[tuple[str, int], str] = {}
+        for piece in pieces:
+            right, left = piece.after, piece.before
+            if right is not None and right.kind == "open" and right.field != implicit:
+                claimed["open", right.start] = piece.text.lstrip()
+            elif left is not None and left.kind == "close" and left.field != implicit:
+                claimed["close", left.end] = piece.text.rstrip()
+            else:
+                stranded.append(piece.text.strip())
+        for segment in segments:
+            if segment.kind == "open" and segment.field != implicit:
+                before_open.setdefault(segment.field, []).append(claimed.get(("open", segment.start), ""))
+            elif segment.kind == "close" and segment.field != implicit:
+                after_close.setdefault(segment.field, []).append(claimed.get(("close", segment.end), ""))
+    changed = False
+    for name, texts in before_open.items():
+        opened = built.opens.get(name)
+        if any(texts) and opened is not None and opened.raw is None:
+            common = boundary_suffix(texts)
+            built.opens[name] = Delimiter(common + opened.text, _optional([t[: len(t) - len(common)] for t in texts]),
+                                          classes=opened.classes)  # fmt: skip
+            changed = True
+    for name, texts in after_close.items():
+        closed = built.closes.get(name)
+        if any(texts) and closed is not None and closed.raw is None and not closed.alternatives:
+            common = boundary_prefix(texts)
+            built.closes[name] = Delimiter(closed.text + common, _optional([t[len(common) :] for t in texts]))
+            changed = True
+    if changed:
+        built.notes[implicit].append("text the template writes around other fields is read as part of their delimiters")
+        built.assemble()
+    for text in dict.fromkeys(t for t in stranded if t):
+        built.notes[implicit].append(f"the template writes {text!r} where no delimiter can take it, so it lands in {implicit}")
+
+
+def _optional(texts: list[str]) -> list[str]:
+    return list(dict.fromkeys(t for t in texts if t.strip()))
+
+
+def _segments(spec: dict, turn: Turn) -> list[Segment]:
+    """The draft's segments over the turn's text (the prompt's part after the anchor, then the output)."""
+    trace = Trace(spec, prompt=turn.prompt, tools=turn.probe.context.tools)
+    trace.feed(turn.output)
+    trace.finalize()
+    shift = len(turn.prompt) - len(turn.tail)
+    out = [Segment(s.start - shift, s.end - shift, s.kind, s.field) for s in trace.prefix_segments() if s.end > shift]
+    out += [Segment(s.start + turn.offset, s.end + turn.offset, s.kind, s.field) for s in trace.segments()]
+    return out
+
+
+def _pieces(turn: Turn, segments: list[Segment], implicit: str, sentinel: str | None) -> list[_Piece]:
+    """Non-blank text the implicit field takes besides its own sentinel, with its neighbours."""
+    pieces: list[_Piece] = []
+    runs: list[list[int]] = []  # [start, end, index of the segment before, index after]
+    for i, segment in enumerate(segments):
+        if segment.kind == "body" and segment.field == implicit:
+            if runs and runs[-1][1] == segment.start:
+                runs[-1][1] = segment.end
+                runs[-1][3] = i + 1
+            else:
+                runs.append([segment.start, segment.end, i - 1, i + 1])
+    for start, end, left, right in runs:
+        text = turn.text[start:end]
+        before = segments[left] if left >= 0 else None
+        after = segments[right] if right < len(segments) else None
+        at = text.find(sentinel) if sentinel else -1
+        parts = [(text, before, after)] if at < 0 else [(text[:at], before, None), (text[at + len(sentinel):], None, after)]  # type: ignore[arg-type]
+        pieces += [_Piece(t, b, a) for t, b, a in parts if t.strip()]
+    return pieces

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import regex
 
 from .calls import CallShape, call_parser, call_shape, notes_for
-from .delimiters import ID, NAME, Delimiter, Occurrence, choose_open, common_close, end_of_turn, escape, occurrences, \
-    shortest_close, start_anchor  # fmt: skip
+from .delimiters import ID, NAME, Delimiter, Occurrence, choose_open, common_close, end_of_turn, occurrences, start_anchor
+from .text import boundary_prefix, escape, shortest_close
 from .leftovers import absorb_leftovers
 from .probes import FIELDS, Turn
 
@@ -150,8 +150,6 @@ def _between_calls(found: list[Occurrence], built: Built) -> Delimiter | None:
     opened = built.opens.get("tool_calls")
     if opened is None:
         return None
-    from .delimiters import boundary_prefix
-
     ends = [o.after.strip() for o in found if o.next_field != "tool_calls"]
     end = boundary_prefix(ends) if ends else ""
     lookahead = f"(?={opened.regex(named=False)})" if opened.raw is None else opened.raw

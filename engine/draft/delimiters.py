@@ -15,20 +15,13 @@ from dataclasses import dataclass, field
 import regex
 
 from .locate import Span
+from .text import MARKUP, common_suffix, escape, open_starts
 from .probes import CALL_IDS, CALL_NAMES, Turn
 
-# Special tokens and tags: <|im_end|>, <think>, </tool_call>, <｜tool▁sep｜>, [TOOL_CALLS], [/INST].
-MARKUP = regex.compile(r"<[^<>\s]{1,80}>|\[/?[A-Z][A-Z_]{1,40}\]")
 # Stand for a call's name and id in the text before its body while opens are compared; in the
 # response template they become the named groups `name` and `id`.
 NAME, ID = "\x00", "\x01"
 PLACEHOLDERS = {NAME: "name", ID: "id"}
-
-
-def escape(text: str) -> str:
-    """`text` as a regex: only the characters regexes treat specially are escaped (spaces stay
-    readable), and newlines and tabs are written as \\n and \\t."""
-    return regex.sub(r"[.^$*+?{}\[\]\\|()]", lambda m: "\\" + m.group(), text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 @dataclass
@@ -129,12 +122,6 @@ def common_close(found: list[Occurrence]) -> str | None:
     return os.path.commonprefix([o.after for o in found]).strip() or None
 
 
-def shortest_close(common: str) -> str:
-    """The start of `common` up to its first markup token (all of it when it has none)."""
-    first = MARKUP.search(common)
-    return common[: first.end()] if first else common
-
-
 def end_of_turn(found: list[Occurrence], stop_tokens: list[str]) -> list[str]:
     """The stop tokens the outputs end with (what closes the implicit field besides its own close)."""
     seen = []
@@ -160,21 +147,14 @@ def choose_open(name: str, found: list[Occurrence], closes: dict[str, str | None
                 needs: str = "") -> Delimiter | None:  # fmt: skip
     """The shortest eligible tail of the common text before every body (see the module docstring);
     `needs` are placeholders the open must hold (a call's name written before its body)."""
-    common = _common_suffix([remainder(o, closes) for o in found]).rstrip()
+    common = common_suffix([remainder(o, closes) for o in found]).rstrip()
     if not common.strip():
         return None
-    for start in _starts(common):
+    for start in open_starts(common):
         candidate = common[start:]
         if all(mark in candidate for mark in needs) and _eligible(name, candidate, found, closes, turns):
             return Delimiter(candidate)
     return None
-
-
-def _starts(text: str) -> list[int]:
-    """Where an open may start, shortest first: at a markup token, then after whitespace or at the start."""
-    markup = sorted({m.start() for m in MARKUP.finditer(text)}, reverse=True)
-    words = sorted({m.end() for m in regex.finditer(r"\s+", text)} | {len(text) - len(text.lstrip())}, reverse=True)
-    return markup + [w for w in words if w not in markup and w < len(text)]
 
 
 def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[str, str | None],
@@ -211,36 +191,6 @@ def _filled(candidate: str, span: Span) -> str:
     if not span.calls:
         return candidate
     return candidate.replace(NAME, CALL_NAMES[span.calls[0]]).replace(ID, CALL_IDS[span.calls[0]])
-
-
-def _common_suffix(texts: list[str]) -> str:
-    return os.path.commonprefix([t[::-1] for t in texts])[::-1]
-
-
-def boundary_suffix(texts: list[str]) -> str:
-    """The common end of `texts`, from where an open may start (a markup token, or a word start in
-    every text)."""
-    common = _common_suffix(texts)
-    if all(len(t) == len(common) for t in texts):
-        return common
-    starts = {m.start() for m in MARKUP.finditer(common)} | {m.end() for m in regex.finditer(r"\s+", common)}
-    if all(len(t) == len(common) or t[-len(common) - 1] in " \n\t>]" for t in texts):
-        starts.add(0)
-    starts.discard(len(common))
-    return common[min(starts) :] if starts else ""
-
-
-def boundary_prefix(texts: list[str]) -> str:
-    """The common start of `texts`, up to where a close may end (after a markup token, before
-    whitespace, or the end of a text)."""
-    common = os.path.commonprefix(texts)
-    if all(len(t) == len(common) for t in texts):
-        return common
-    ends = {m.end() for m in MARKUP.finditer(common)} | {m.start() for m in regex.finditer(r"\s+", common)}
-    if all(len(t) == len(common) or t[len(common)] in " \n\t<[" for t in texts):
-        ends.add(len(common))
-    ends.discard(0)
-    return common[: max(ends)] if ends else ""
 
 
 # ----- the start anchor --------------------------------------------------------------------------

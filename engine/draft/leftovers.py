@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..trace import Segment, Trace
-from .delimiters import Delimiter, boundary_prefix, boundary_suffix
+from .delimiters import Delimiter
+from .text import boundary_prefix, boundary_suffix
 from .probes import SENTINELS, Turn
 
 

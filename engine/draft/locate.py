@@ -4,9 +4,12 @@ and the body of each tool call (the JSON value holding its arguments, and where 
 from __future__ import annotations
 
 import json
+
+import regex
 from dataclasses import dataclass, field
 from typing import Any
 
+from .text import boundary_suffix, escape
 from .probes import ARGUMENTS, CALL_IDS, CALL_NAMES, SENTINELS, Turn
 
 # A turn longer than this is not scanned for JSON values (a probe turn is a few hundred characters).
@@ -71,24 +74,96 @@ def _locate_calls(turn: Turn, count: int, out: Located) -> None:
     taken = [(s.start, s.end) for s in out.spans]
     values = [v for v in json_values(text, offset) if not any(v[0] < e and s < v[1] for s, e in taken)]
     bodies: dict[tuple[int, int], Span] = {}
+    tags: str | None = None
+    after = offset
     for index in range(count):
         name, arguments = CALL_NAMES[index], ARGUMENTS[index]
         if text.find(name, offset) < 0:
             out.lost_calls.append(index)
             continue
         holding = [v for v in values if _path_to(v[2], lambda x: _same_arguments(x, arguments)) is not None]
-        if not holding:
+        if holding:
+            start, end, value = min(holding, key=lambda v: (v[0], -v[1]))
+            span = bodies.setdefault((start, end), Span("tool_calls", start, end, value=value))
+            span.calls += (index,)
+            after = end
+            continue
+        tagged = _tagged(text, after, index, tags)
+        if tagged is None:
             out.missing.setdefault("tool_calls", _why_no_json(text[offset:], arguments))
             out.lost_calls.append(index)
             continue
-        start, end, value = min(holding, key=lambda v: (v[0], -v[1]))
-        span = bodies.setdefault((start, end), Span("tool_calls", start, end, value=value))
-        span.calls += (index,)
+        tags, after = tagged.tag_pattern, tagged.end
+        bodies[tagged.start, tagged.end] = tagged
     if len(out.lost_calls) == count:
         out.missing.setdefault("tool_calls", "not written")
     for span in bodies.values():
-        _paths(span, text, offset)
+        if span.tag_pattern is None:
+            _paths(span, text, offset)
         out.spans.append(span)
+
+
+def _tagged(text: str, start: int, index: int, known: str | None) -> Span | None:
+    """A call whose arguments are written one tag each (Qwen3-Coder's <parameter=KEY>value</parameter>,
+    GLM's <arg_key>KEY</arg_key><arg_value>value</arg_value>): the tags as a span, read with the
+    xml-inline parser by `tag_pattern` (derived from a call with several arguments, or `known`)."""
+    name_at = text.find(CALL_NAMES[index], start)
+    if name_at < 0:
+        return None
+    places = []
+    position = name_at + len(CALL_NAMES[index])
+    for key, value in ARGUMENTS[index].items():
+        key_at = text.find(key, position)
+        if key_at < 0:
+            return None
+        found = [(at, form) for form in _forms(value) if (at := text.find(form, key_at + len(key))) >= 0]
+        if not found:
+            return None
+        value_at, form = min(found)
+        places.append((key_at, key_at + len(key), value_at, value_at + len(form)))
+        position = value_at + len(form)
+    pattern = known or _tag_pattern(text, name_at + len(CALL_NAMES[index]), places)
+    if pattern is None:
+        return None
+    tag = regex.compile(pattern, regex.DOTALL)
+    first = tag.search(text, name_at)
+    if first is None:
+        return None
+    end = first.end()
+    while (more := tag.match(text, end + len(text[end:]) - len(text[end:].lstrip()))) is not None:
+        end = more.end()
+    return Span("tool_calls", first.start(), end, calls=(index,), arguments_path=(), name_at=name_at, tag_pattern=pattern)
+
+
+def _tag_pattern(text: str, after_name: int, places: list[tuple[int, int, int, int]]) -> str | None:
+    """The regex of one argument tag, from the text around the keys and values of a call with
+    several arguments: what comes before each key, between key and value, and after each value."""
+    if len(places) < 2:
+        return None
+    mids = {text[key_end:value_at].strip() for _, key_end, value_at, _ in places}
+    between = {text[places[i][3] : places[i + 1][0]] for i in range(len(places) - 1)}
+    if len(mids) != 1 or len(between) != 1:
+        return None
+    mid, gap = mids.pop(), between.pop()
+    before_key = boundary_suffix([gap, text[after_name : places[0][0]]]).strip()
+    after_value = gap[: len(gap) - len(gap.lstrip()) + len(gap.strip()) - len(before_key)].strip() if before_key else ""
+    if not before_key or not after_value or not mid:
+        return None
+    flexible = lambda part: regex.sub(r"(?:\\n|\\t)+", r"\\s*", escape(part))  # noqa: E731
+    return (f"{flexible(before_key)}(?P<key>[^\\s{escape(mid[0])}]+){flexible(mid)}\\s*(?P<value>.*?)\\s*"
+            f"{flexible(after_value)}")  # fmt: skip
+
+
+def _forms(value: Any) -> list[str]:
+    """How a template may write an argument's value: as JSON, as text, as a Python literal."""
+    forms = [json.dumps(value, ensure_ascii=False)]
+    if isinstance(value, str):
+        forms.append(value)
+    elif isinstance(value, bool):
+        forms.append(str(value))
+    elif isinstance(value, (list, dict)):
+        forms += [json.dumps(value, ensure_ascii=False, separators=(",", ":")), str(value)]
+    return list(dict.fromkeys(forms))
 
 
 def _paths(span: Span, text: str, offset: int) -> None:

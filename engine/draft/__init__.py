@@ -128,6 +128,12 @@ def draft_response_template(
             missing.setdefault(name, why)
         if located.lost_calls and len(located.lost_calls) < len(turn.probe.message.get("tool_calls", [])):
             lost.setdefault("tool_calls", []).append(turn.probe.label)
+    for prefilled in dict.fromkeys(t.prefilled for t in turns if t.prefilled):
+        draft.diagnostics.append(Diagnostic(
+            "info", f"The generation prompt ends with {prefilled!r}, which the chat template leaves out when it "
+            "renders the reply into history: the draft reads each turn as the history writes it.",
+            "chat_template", hint="A model writes after that text, so its output starts inside whatever it opens.",
+        ))  # fmt: skip
     primary = [t for t in turns if t.probe.primary]
     built = build(primary, missing, stops)
     draft.response_template = built.spec

@@ -43,7 +43,7 @@ class Built:
             if (opened := self.opens[name]) is not None:
                 spec.update(opened.spec("open"))
             if (closed := self.closes.get(name)) is not None:
-                spec.update(closed.spec("close", opening=False))
+                spec.update(closed.spec("close"))
             if name == "tool_calls":
                 assert self.calls is not None
                 spec.update(call_parser(self.calls))
@@ -152,12 +152,13 @@ def _between_calls(found: list[Occurrence], built: Built) -> Delimiter | None:
         return None
     ends = [o.after.strip() for o in found if o.next_field != "tool_calls"]
     end = boundary_prefix(ends) if ends else ""
-    lookahead = f"(?={opened.regex(named=False)})" if opened.raw is None else opened.raw
-    adjacent = [o for o in found if o.next_field == "tool_calls" and not o.after]
-    if adjacent:
-        # Back to back ("}{"): the next call starts right after the body's last character, which keeps
-        # a nested object of the arguments from closing the call.
-        last = {o.turn.text[o.span.end - 1] for o in adjacent}
-        lookahead = f"(?<={escape(last.pop())}){lookahead}" if len(last) == 1 else lookahead
-    built.notes["tool_calls"].append("calls follow each other with nothing between them, so a call closes where the next one opens")
-    return Delimiter("", raw=lookahead + (f"|{escape(end)}" if end else ""))
+    if opened.raw is not None:
+        # Nothing marks where a call starts and nothing separates two calls ("}{"): a close where
+        # the next one opens would fire where each call opens, so only the last call can end.
+        built.notes["tool_calls"].append(
+            "calls are written back to back with nothing marking where one ends and the next starts, "
+            "which a response template cannot split: only a message's last call parses back"
+        )
+        return Delimiter(end) if end else None
+    built.notes["tool_calls"].append("nothing separates one call from the next, so a call closes where the next one opens")
+    return Delimiter("", raw=f"(?={opened.regex(named=False)})" + (f"|{escape(end)}" if end else ""))

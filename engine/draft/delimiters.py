@@ -22,25 +22,26 @@ from .probes import CALL_IDS, CALL_NAMES, Turn
 # response template they become the named groups `name` and `id`.
 NAME, ID = "\x00", "\x01"
 PLACEHOLDERS = {NAME: "name", ID: "id"}
+# Stands for a number that differs from call to call (Kimi's functions.NAME:0, functions.NAME:1).
+DIGITS = "\x02"
 
 
 @dataclass
 class Delimiter:
-    """An open or a close: literal text (possibly holding a call's NAME and ID), text only some
-    occurrences have before it (opens) or after it (closes), other texts that count as well (the
-    end-of-turn tokens that close the implicit field), or a regex of its own (a lookahead)."""
+    """An open or a close: literal text (possibly holding a call's NAME and ID), other texts that
+    count as well (the end-of-turn tokens that close the implicit field), or a regex of its own (a
+    lookahead)."""
 
     text: str
-    optional: list[str] = field(default_factory=list)
     alternatives: list[str] = field(default_factory=list)
     raw: str | None = None
     classes: dict[str, str] = field(default_factory=dict)  # placeholder -> character class of its group
 
     @property
     def literal(self) -> bool:
-        return self.raw is None and not self.optional and not any(p in self.text for p in PLACEHOLDERS)
+        return self.raw is None and not any(p in self.text for p in (*PLACEHOLDERS, DIGITS))
 
-    def regex(self, opening: bool = True, named: bool = True) -> str:
+    def regex(self, named: bool = True) -> str:
         """The regex; `named=False` leaves the name and id groups unnamed (for a lookahead in a close,
         whose captures would otherwise replace the open's)."""
         if self.raw is not None:
@@ -50,17 +51,15 @@ class Delimiter:
             if mark in body:
                 start = f"(?P<{group}>" if named else "(?:"
                 body = body.replace(mark, f"{start}{self.classes.get(mark) or _class_after(self.text, mark)})", 1)
-        if self.optional:
-            choices = "|".join(escape(o) for o in sorted(self.optional, key=len, reverse=True))
-            body = f"(?:{choices})?{body}" if opening else f"{body}(?:{choices})?"
+        body = body.replace(DIGITS, r"\d+")
         return "|".join([body, *(escape(a) for a in self.alternatives)])
 
-    def spec(self, key: str, opening: bool = True) -> dict:
+    def spec(self, key: str) -> dict:
         """The response template keys for it: `open` / `close` (a literal or a list of them), or
         `open_pattern` / `close_pattern`."""
         if self.literal:
             return {key: [self.text, *self.alternatives] if self.alternatives else self.text}
-        return {f"{key}_pattern": self.regex(opening)}
+        return {f"{key}_pattern": self.regex()}
 
 
 def _class_after(text: str, mark: str) -> str:
@@ -78,6 +77,7 @@ class Occurrence:
     turn: Turn
     span: Span
     before: str  # from the previous body's end (or the start of the turn text)
+    start: int  # where `before` starts in the turn's text
     after: str  # up to the next body (or the end of the output)
     next_field: str | None
 
@@ -101,7 +101,7 @@ def occurrences(turns: list[Turn]) -> dict[str, list[Occurrence]]:
                 if at >= start:
                     before = before[: at - start] + mark + before[at - start + len(word) :]
             following = spans[i + 1].field if i + 1 < len(spans) else None
-            out.setdefault(span.field, []).append(Occurrence(turn, span, before, turn.text[span.end : end], following))
+            out.setdefault(span.field, []).append(Occurrence(turn, span, before, start, turn.text[span.end : end], following))
     return out
 
 
@@ -146,8 +146,12 @@ def remainder(occurrence: Occurrence, closes: dict[str, str | None]) -> str:
 def choose_open(name: str, found: list[Occurrence], closes: dict[str, str | None], turns: list[Turn],
                 needs: str = "") -> Delimiter | None:  # fmt: skip
     """The shortest eligible tail of the common text before every body (see the module docstring);
-    `needs` are placeholders the open must hold (a call's name written before its body)."""
-    common = common_suffix([remainder(o, closes) for o in found]).rstrip()
+    `needs` are placeholders the open must hold (a call's name written before its body). Numbers
+    that differ between calls are compared as any number."""
+    texts = [remainder(o, closes) for o in found]
+    common = common_suffix(texts).rstrip()
+    if needs and not all(mark in common for mark in needs):
+        common = common_suffix([regex.sub(r"\d+", DIGITS, t) for t in texts]).rstrip()
     if not common.strip():
         return None
     for start in open_starts(common):
@@ -162,15 +166,18 @@ def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[s
     """The candidate never straddles the prompt and the output, is the model's to write (in the
     output at least once, or marking an empty region), and matches nowhere but before this field's
     bodies or an empty region of it."""
+    pattern = regex.compile(Delimiter(candidate, classes={NAME: r"[\w.\-]+", ID: r"\w+"}).regex())
     in_output = False
     for occurrence in found:
+        text, offset = occurrence.turn.text, occurrence.turn.offset
         end = occurrence.span.start - (len(occurrence.before) - len(occurrence.before.rstrip()))
-        start = end - len(_filled(candidate, occurrence.span))
-        offset = occurrence.turn.offset
+        match = next((m for m in pattern.finditer(text, occurrence.start, end) if m.end() == end), None)
+        if match is None:
+            return False
+        start = match.start()
         if start < offset < end or (end <= offset and start <= anchor_start(occurrence.turn)):
             return False  # it straddles the prompt and the output, or it is the whole generation prompt
         in_output = in_output or start >= offset
-    pattern = regex.compile(Delimiter(candidate, classes={NAME: r"[\w.\-]+", ID: r"\w+"}).regex())
     close = closes.get(name)
     empty_region = False
     for turn in turns:
@@ -184,13 +191,6 @@ def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[s
                 continue
             return False
     return in_output or empty_region
-
-
-def _filled(candidate: str, span: Span) -> str:
-    """The candidate as it is written before `span` (placeholders replaced by the call's name and id)."""
-    if not span.calls:
-        return candidate
-    return candidate.replace(NAME, CALL_NAMES[span.calls[0]]).replace(ID, CALL_IDS[span.calls[0]])
 
 
 # ----- the start anchor --------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 
 Each probe turn is traced with the draft; text the implicit field takes that is not its own
 sentinel is attached to the delimiter next to it: what every occurrence has becomes part of the
-delimiter, what only some have becomes optional (`(?:…)?`)."""
+delimiter; markup only some occurrences have becomes a close of the implicit field, which drops it."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ..trace import Segment, Trace
 from .delimiters import Delimiter
-from .text import boundary_prefix, boundary_suffix
-from .probes import SENTINELS, Turn
+from .text import MARKUP, boundary_prefix, boundary_suffix
+from .probes import MARKS, SENTINELS, Turn
 
 
 @dataclass
@@ -48,19 +48,34 @@ def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Buil
             elif segment.kind == "close" and segment.field != implicit:
                 after_close.setdefault(segment.field, []).append(claimed.get(("close", segment.end), ""))
     changed = False
+    extra_ends: list[str] = []
     for name, texts in before_open.items():
         opened = built.opens.get(name)
         if any(texts) and opened is not None and opened.raw is None:
             common = boundary_suffix(texts)
-            built.opens[name] = Delimiter(common + opened.text, _optional([t[: len(t) - len(common)] for t in texts]),
-                                          classes=opened.classes)  # fmt: skip
+            built.opens[name] = Delimiter(common + opened.text, classes=opened.classes)
+            extra_ends += [t[: len(t) - len(common)] for t in texts]
             changed = True
     for name, texts in after_close.items():
         closed = built.closes.get(name)
         if any(texts) and closed is not None and closed.raw is None and not closed.alternatives:
             common = boundary_prefix(texts)
-            built.closes[name] = Delimiter(closed.text + common, _optional([t[len(common) :] for t in texts]))
+            built.closes[name] = Delimiter(closed.text + common)
+            extra_ends += [t[len(common) :] for t in texts]
             changed = True
+    # Markup only some occurrences have (<｜tool▁calls▁begin｜> before the first call): the implicit
+    # field closes at it, which drops it. (An optional part of a delimiter would not stream: the parser
+    # commits a close before an optional tail split across chunks has arrived.)
+    ends = [t.strip() for t in extra_ends if t.strip()]
+    for text in dict.fromkeys(ends):
+        if _markup_only(text):
+            closed = built.closes.get(implicit)
+            if closed is None:
+                built.closes[implicit] = Delimiter(text)
+            elif closed.raw is None and text != closed.text and text not in closed.alternatives:
+                closed.alternatives.append(text)
+        else:
+            stranded.append(text)
     if changed:
         built.notes[implicit].append("text the template writes around other fields is read as part of their delimiters")
         built.assemble()
@@ -68,8 +83,8 @@ def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Buil
         built.notes[implicit].append(f"the template writes {text!r} where no delimiter can take it, so it lands in {implicit}")
 
 
-def _optional(texts: list[str]) -> list[str]:
-    return list(dict.fromkeys(t for t in texts if t.strip()))
+def _markup_only(text: str) -> bool:
+    return not MARKUP.sub("", text).strip()
 
 
 def _segments(spec: dict, turn: Turn) -> list[Segment]:
@@ -98,6 +113,8 @@ def _pieces(turn: Turn, segments: list[Segment], implicit: str, sentinel: str | 
         text = turn.text[start:end]
         before = segments[left] if left >= 0 else None
         after = segments[right] if right < len(segments) else None
+        if any(other in text for name, other in MARKS.items() if name != implicit):
+            continue  # a field the draft leaves out (reported there)
         at = text.find(sentinel) if sentinel else -1
         parts = [(text, before, after)] if at < 0 else [(text[:at], before, None), (text[at + len(sentinel):], None, after)]  # type: ignore[arg-type]
         pieces += [_Piece(t, b, a) for t, b, a in parts if t.strip()]

@@ -33,6 +33,8 @@ ARGUMENTS = (
 # Nine letters and digits: the id shape Mistral's templates insist on.
 CALL_IDS = ("zqcall001", "zqcall002")
 SENTINELS = {"content": CONTENT, "reasoning_content": REASONING}
+# Text that shows a field went somewhere it should not (a left-out field's text in content).
+MARKS = {**SENTINELS, "tool_calls": ARGUMENTS[0]["zq_text"]}
 FIELDS = ("reasoning_content", "tool_calls", "content")
 
 # The kwargs templates take to switch thinking on and off.

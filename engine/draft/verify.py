@@ -14,7 +14,7 @@ from ..cases import Case
 from ..checks import CheckResult, run_checks
 from ..checks.context import short
 from ..checks.round_trip import normalise_message
-from .probes import SENTINELS, Turn
+from .probes import MARKS, Turn
 
 # Random chunkings per output in the streaming check: probe turns are short, and there are a dozen.
 RANDOM_SPLITS = 20
@@ -59,7 +59,7 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
         if expected.get(name) == got.get(name):
             continue
         value = got.get(name)
-        spilled = [o for o in left_out if _holds(value, SENTINELS.get(o))]
+        spilled = [o for o in left_out if _holds(value, MARKS.get(o))]
         if spilled:
             for other in spilled:
                 outcome.spilled[other] = f"its text is parsed into `{name}`"
@@ -67,7 +67,7 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
         if name in expected:
             outcome.failed[name] = f"comes back as {_show(value)}" if value is not None else "does not come back"
             continue
-        owner = next((o for o in drafted if _holds(value, SENTINELS.get(o))), None)
+        owner = next((o for o in drafted if _holds(value, MARKS.get(o))), None)
         if owner is not None and owner != name:
             outcome.failed[owner] = f"its text comes back in `{name}`"
         else:

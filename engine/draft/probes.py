@@ -16,7 +16,7 @@ from typing import Any
 from ..diagnostics import Diagnostic
 from ..render import render
 from ..transformers_compat import template_variables
-from ..turns import generation_prompt, reply_after, up_to_stop
+from ..turns import reply_after, up_to_stop
 
 # Sentinels: plain words (nothing a template escapes or trims), unlikely in any template.
 USER = "Zqu user question"
@@ -209,7 +209,8 @@ def render_turns(
         if adapted:
             context.messages = [ADAPTATIONS[adapted](m) for m in context.messages]
         without, _ = draw(context.messages, False)
-        header = generation_prompt(prompt.prompt, without.prompt) or ""
+        # The generation prompt: what the prompt adds to the conversation rendered without it.
+        header = prompt.prompt[len(without.prompt) :] if without.ok and prompt.prompt.startswith(without.prompt) else ""
         at = prompt.prompt.rfind(context.last_sentinel)
         if at < 0:
             failures += [Failure(p, "the prompt does not contain the last message's text, so the turn cannot be found")

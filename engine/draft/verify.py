@@ -12,7 +12,7 @@ from transformers.utils.chat_parsing import parse_response
 
 from ..cases import Case
 from ..checks import CheckResult, run_checks
-from ..checks.context import short
+from ..text import short
 from ..checks.round_trip import normalise_message
 from .probes import MARKS, Turn
 

@@ -49,7 +49,7 @@ class Built:
                 spec.update(call_parser(self.calls))
             else:
                 spec["content"] = "text"
-            if name == self.implicit and len(self.opens) - len(self.left_out) > 1:
+            if name == self.implicit and sum(1 for n in self.opens if n not in self.left_out) > 1:
                 # Text around other regions may come in several stretches (the newline between two
                 # calls): join them, or a later stretch would replace the text before it.
                 spec.update({"repeats": True, "join": ""})

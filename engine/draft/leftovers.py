@@ -36,12 +36,19 @@ def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Buil
         claimed: dict[tuple[str, int], str] = {}
         for piece in pieces:
             right, left = piece.after, piece.before
+            text = piece.text
+            if left is not None and left.kind == "close" and left.field != implicit:
+                # Closing tags right after a close belong to it (Qwen3-Coder's </tool_call> after </function>).
+                cut = _closing_tags(text) if right is not None and right.kind == "open" else len(text)
+                if text[:cut].strip():
+                    claimed["close", left.end] = text[:cut].rstrip()
+                text = text[cut:]
+            if not text.strip():
+                continue
             if right is not None and right.kind == "open" and right.field != implicit:
-                claimed["open", right.start] = piece.text.lstrip()
-            elif left is not None and left.kind == "close" and left.field != implicit:
-                claimed["close", left.end] = piece.text.rstrip()
+                claimed["open", right.start] = text.lstrip()
             else:
-                stranded.append(piece.text.strip())
+                stranded.append(text.strip())
         for segment in segments:
             if segment.kind == "open" and segment.field != implicit:
                 before_open.setdefault(segment.field, []).append(claimed.get(("open", segment.start), ""))
@@ -81,6 +88,14 @@ def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Buil
         built.assemble()
     for text in dict.fromkeys(t for t in stranded if t):
         built.notes[implicit].append(f"the template writes {text!r} where no delimiter can take it, so it lands in {implicit}")
+
+
+def _closing_tags(text: str) -> int:
+    """How much of the start of `text` is closing tags (`</…>`) and whitespace."""
+    at = len(text) - len(text.lstrip())
+    while (match := MARKUP.match(text, at)) is not None and match.group().startswith("</"):
+        at = match.end() + len(text[match.end() :]) - len(text[match.end() :].lstrip())
+    return at
 
 
 def _markup_only(text: str) -> bool:

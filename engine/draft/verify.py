@@ -65,7 +65,7 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
                 outcome.spilled[other] = f"its text is parsed into `{name}`"
             continue
         if name in expected:
-            outcome.failed[name] = f"comes back as {_show(value)}" if value is not None else "does not come back"
+            outcome.failed[name] = _difference(name, expected[name], value)
             continue
         owner = next((o for o in drafted if _holds(value, MARKS.get(o))), None)
         if owner is not None and owner != name:
@@ -73,6 +73,25 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
         else:
             outcome.failed[name] = f"takes text that belongs to no field: {_show(value)}"
     return outcome
+
+
+def _difference(name: str, expected: Any, got: Any) -> str:
+    """How a field comes back wrong; for calls, the first argument (or name) that differs."""
+    if got is None:
+        return "does not come back"
+    if name == "tool_calls" and isinstance(got, list) and isinstance(expected, list):
+        if len(got) != len(expected):
+            return f"comes back as {len(got)} call(s) instead of {len(expected)}"
+        for want, have in zip(expected, got):
+            if not isinstance(have, dict) or want.get("name") != have.get("name"):
+                return f"a call comes back as {_show(have)}"
+            arguments = have.get("arguments")
+            if not isinstance(arguments, dict):
+                return f"the arguments of {want['name']} come back as {_show(arguments)}"
+            for key, value in want["arguments"].items():
+                if arguments.get(key) != value:
+                    return f"argument `{key}` comes back as {_show(arguments.get(key))} instead of {_show(value)}"
+    return f"comes back as {_show(got)}"
 
 
 def _fields_in(turn: Turn) -> set[str]:

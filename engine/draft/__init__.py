@@ -21,7 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..checks import CheckResult
+from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
+from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
 from .build import build
 from .locate import locate
 from .probes import FIELDS, Failure, Turn, render_turns
@@ -169,6 +171,9 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
         if spills:
             notes.append(f"until it is written, its text lands in another field ({_probes(spills)})")
         return FieldReport(name, "not_inferable", message, notes)
+    unwritten = [t.probe.label for t in turns if name in t.probe.message and not any(s.field == name for s in t.spans)]
+    if unwritten:
+        notes.append(f"the template does not write it in {_probes(unwritten)}")
     if name in lost:
         notes.append(f"the template writes only some of the calls of a message ({_probes(lost[name])}), "
                      "so several calls in one message cannot be verified")  # fmt: skip
@@ -185,8 +190,6 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
 def _not_inferable(name: str, why: str, turns: list[Turn], chat_template: str | dict) -> str:
     if why != "not written":
         return f"`{name}` is left out: {why}; {BY_HAND[name]}."
-    from ..checks.template_fields import analyse_fields
-
     try:
         sources = chat_template.values() if isinstance(chat_template, dict) else [chat_template]
         reads = any(analyse_fields(s).reads(name) for s in sources)
@@ -214,6 +217,8 @@ def describe(name: str, spec: dict, implicit: bool) -> str:
         parts.append(f"closes at {_quote(spec['close'])}")
     if spec.get("content") == "json":
         parts.append("is parsed as JSON" + (", one list of calls" if spec.get("transform_each") else ", one call each"))
+    elif spec.get("content") == "xml-inline":
+        parts.append("reads the arguments one tag each (xml-inline)")
     return f"`{name}` " + ", ".join(parts) + "."
 
 
@@ -227,8 +232,6 @@ def _probes(labels: Any) -> str:
 
 
 def _bounded(timeout: float, **kwargs: Any) -> Draft:
-    from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
-
     try:
         return shared_pool().call(draft_response_template, kwargs, timeout)
     except SandboxTimeout as e:

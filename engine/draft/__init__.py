@@ -50,9 +50,11 @@ class FieldReport:
     status: Status
     message: str
     notes: list[str] = field(default_factory=list)
+    shown: int = 0  # probes whose rendered turn shows the field
 
     def to_dict(self) -> dict:
-        return {"field": self.field, "status": self.status, "message": self.message, "notes": list(self.notes)}
+        return {"field": self.field, "status": self.status, "message": self.message, "notes": list(self.notes),
+                "shown": self.shown}  # fmt: skip
 
 
 @dataclass
@@ -165,12 +167,13 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
     if refused:
         notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
     spills = sorted({o.turn.probe.label for o in outcomes if name in o.spilled})
+    shown = sum(1 for t in turns if any(s.field == name for s in t.spans))
     if name in built.left_out or built.spec is None or name not in built.spec["fields"]:
         why = built.left_out.get(name, "not written")
         message = _not_inferable(name, why, turns, chat_template)
         if spills:
             notes.append(f"until it is written, its text lands in another field ({_probes(spills)})")
-        return FieldReport(name, "not_inferable", message, notes)
+        return FieldReport(name, "not_inferable", message, notes, shown)
     unwritten = [t.probe.label for t in turns if name in t.probe.message and not any(s.field == name for s in t.spans)]
     if unwritten:
         notes.append(f"the template does not write it in {_probes(unwritten)}")
@@ -178,13 +181,12 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
         notes.append(f"the template writes only some of the calls of a message ({_probes(lost[name])}), "
                      "so several calls in one message cannot be verified")  # fmt: skip
     bad = [(o.turn.probe.label, o.failed[name]) for o in outcomes if name in o.failed]
-    shown = sum(1 for t in turns if any(s.field == name for s in t.spans))
     described = describe(name, built.spec["fields"][name], name == built.implicit)
     if bad:
         first = "; ".join(f"{label}: {why}" for label, why in bad[:3])
         more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
-        return FieldReport(name, "unverified", f"{described} It does not parse back in {len(bad)} of {shown} probes: {first}{more}.", notes)
-    return FieldReport(name, "verified", f"{described} Parsed back exactly in all {shown} probes that show it.", notes)
+        return FieldReport(name, "unverified", f"{described} It does not parse back in {len(bad)} of {shown} probes: {first}{more}.", notes, shown)
+    return FieldReport(name, "verified", f"{described} Parsed back exactly in all {shown} probes that show it.", notes, shown)
 
 
 def _not_inferable(name: str, why: str, turns: list[Turn], chat_template: str | dict) -> str:

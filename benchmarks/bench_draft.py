@@ -33,9 +33,9 @@ def cell(report: FieldReport) -> str:
     if report.status == "unverified":
         why = report.message.split(" probes: ", 1)[-1].split(";")[0].rstrip(".")
         return f"fails: {why}"
-    if report.shown == 0:
-        return "not rendered" if "never" in report.message or "No probe" in report.message else "—"
-    return "left out: " + report.message.split(" is left out: ", 1)[-1].split(";")[0]
+    if " is left out: " in report.message:
+        return "left out: " + report.message.split(" is left out: ", 1)[-1].split(";")[0]
+    return "not rendered" if report.shown == 0 else "left out"
 
 
 def timed_draft(chat_template: str | dict, repeat: int, **options) -> tuple[Draft, float]:

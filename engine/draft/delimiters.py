@@ -164,8 +164,8 @@ def choose_open(name: str, found: list[Occurrence], closes: dict[str, str | None
 def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[str, str | None],
               turns: list[Turn]) -> bool:  # fmt: skip
     """The candidate never straddles the prompt and the output, is the model's to write (in the
-    output at least once, or marking an empty region), and matches nowhere but before this field's
-    bodies or an empty region of it."""
+    output at least once, marking an empty region, or prefilled only when the field follows), and
+    matches nowhere but before this field's bodies or an empty region of it."""
     pattern = regex.compile(Delimiter(candidate, classes={NAME: r"[\w.\-]+", ID: r"\w+"}).regex())
     in_output = False
     for occurrence in found:
@@ -190,7 +190,10 @@ def _eligible(name: str, candidate: str, found: list[Occurrence], closes: dict[s
                 empty_region = True  # an empty region the template writes (a prefilled <think></think>)
                 continue
             return False
-    return in_output or empty_region
+    # Or the generation prompt prefills it, and the history leaves it out when the field is absent
+    # (MiniMax's "<think>\n"): text tied to this field.
+    prefilled = any(t.prefilled and candidate in t.prefilled for t in turns)
+    return in_output or empty_region or prefilled
 
 
 # ----- the start anchor --------------------------------------------------------------------------

@@ -37,6 +37,9 @@ def absorb_leftovers(built, turns: list[Turn]) -> None:  # noqa: ANN001 - a Buil
         for piece in pieces:
             right, left = piece.after, piece.before
             text = piece.text
+            if not _small(text):
+                stranded.append(text.strip())  # prose (a turn the template writes after the reply), not a delimiter
+                continue
             if left is not None and left.kind == "close" and left.field != implicit:
                 # Closing tags right after a close belong to it (Qwen3-Coder's </tool_call> after </function>).
                 cut = _closing_tags(text) if right is not None and right.kind == "open" else len(text)
@@ -96,6 +99,11 @@ def _closing_tags(text: str) -> int:
     while (match := MARKUP.match(text, at)) is not None and match.group().startswith("</"):
         at = match.end() + len(text[match.end() :]) - len(text[match.end() :].lstrip())
     return at
+
+
+def _small(text: str) -> bool:
+    """Markup with at most one word outside it: what a delimiter may be made of."""
+    return len(MARKUP.sub(" ", text).split()) <= 1
 
 
 def _markup_only(text: str) -> bool:

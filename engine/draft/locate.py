@@ -78,10 +78,12 @@ def _locate_calls(turn: Turn, count: int, out: Located) -> None:
     after = offset
     for index in range(count):
         name, arguments = CALL_NAMES[index], ARGUMENTS[index]
+        holding = [v for v in values if _path_to(v[2], lambda x: _same_arguments(x, arguments)) is not None]
         if text.find(name, offset) < 0:
+            if holding:  # Kimi K2 Thinking writes the call's id where the name goes
+                out.missing.setdefault("tool_calls", "the calls' arguments are written, but not the function's name")
             out.lost_calls.append(index)
             continue
-        holding = [v for v in values if _path_to(v[2], lambda x: _same_arguments(x, arguments)) is not None]
         if holding:
             start, end, value = min(holding, key=lambda v: (v[0], -v[1]))
             span = bodies.setdefault((start, end), Span("tool_calls", start, end, value=value))

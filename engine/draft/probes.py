@@ -42,12 +42,14 @@ THINKING_KWARGS = ("enable_thinking", "thinking")
 
 _SCHEMAS = {
     "zq_text": {"type": "string"}, "zq_int": {"type": "integer"}, "zq_num": {"type": "number"},
-    "zq_flag": {"type": "boolean"}, "zq_list": {"type": "array"}, "zq_obj": {"type": "object"},
+    "zq_flag": {"type": "boolean"}, "zq_list": {"type": "array", "items": {"type": ["string", "integer"]}},
+    "zq_obj": {"type": "object", "additionalProperties": {"type": "string"}},
 }  # fmt: skip
 
 
 def tool_schema(index: int) -> dict:
-    properties = {key: _SCHEMAS[key] for key in ARGUMENTS[index]}
+    # Every property described: some templates print each description unguarded.
+    properties = {key: {**_SCHEMAS[key], "description": f"A probe argument ({key[3:]})."} for key in ARGUMENTS[index]}
     return {
         "type": "function",
         "function": {

@@ -18,8 +18,12 @@ def escape(text: str) -> str:
 
 
 def shortest_close(common: str) -> str:
-    """The start of `common` up to its first markup token (all of it when it has none)."""
+    """The start of `common` up to the end of its first markup token, or of its first word when
+    whitespace follows that word first (Command R+'s ``` before a newline)."""
     first = MARKUP.search(common)
+    space = regex.search(r"\S\s", common)
+    if space is not None and (first is None or space.end() - 1 <= first.start()):
+        return common[: space.start() + 1]
     return common[: first.end()] if first else common
 
 

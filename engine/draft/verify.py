@@ -14,6 +14,7 @@ from ..cases import Case
 from ..checks import CheckResult, run_checks
 from ..text import short
 from ..checks.round_trip import normalise_message
+from ..render import select_template
 from .probes import MARKS, Turn
 
 # Random chunkings per output in the streaming check: probe turns are short, and there are a dozen.
@@ -130,11 +131,20 @@ def probe_cases(turns: list[Turn], drafted: set[str]) -> list[Case]:
 
 def run_probe_checks(chat_template: str | dict, spec: dict, cases: list[Case], special_tokens: dict,
                      stop_tokens: list[str], documented: dict[str, str]) -> list[CheckResult]:  # fmt: skip
-    """The round-trip (both sides) and streaming checks of the draft on the probe conversations."""
-    if not isinstance(chat_template, str) or not cases:
-        return []
-    report = run_checks(
-        chat_template, spec, cases, special_tokens=special_tokens, stop_tokens=stop_tokens,
-        round_trip_differences=documented, random_splits=RANDOM_SPLITS, families=("round_trip", "streaming"),
-    )  # fmt: skip
-    return report.checks
+    """The round-trip (both sides) and streaming checks of the draft on the probe conversations. With
+    named templates, each case is checked with the one transformers picks for it (tool_use with tools)."""
+    groups: dict[str, list[Case]] = {}
+    for case in cases:
+        try:
+            source, _ = select_template(chat_template, case.tools)
+        except ValueError:
+            continue
+        groups.setdefault(source, []).append(case)
+    results: list[CheckResult] = []
+    for source, group in groups.items():
+        report = run_checks(
+            source, spec, group, special_tokens=special_tokens, stop_tokens=stop_tokens,
+            round_trip_differences=documented, random_splits=RANDOM_SPLITS, families=("round_trip", "streaming"),
+        )  # fmt: skip
+        results += report.checks
+    return results

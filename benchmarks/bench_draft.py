@@ -27,7 +27,11 @@ FIELDS = ("reasoning_content", "tool_calls", "content")
 
 
 def cell(report: FieldReport) -> str:
-    """A field's result in a few words."""
+    """A field's result in a few words (pipes escaped for a markdown table)."""
+    return _cell(report).replace("|", "\\|")
+
+
+def _cell(report: FieldReport) -> str:
     if report.status == "verified":
         return f"round-trips ({report.shown} probes)"
     if report.status == "unverified":

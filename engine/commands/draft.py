@@ -9,14 +9,13 @@ field), 2 bad usage."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from ..draft import draft_response_template
 from ..presets import load_preset
 from ..workspace import Workspace
-from . import UsageError, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
 
 # Drafting renders the untrusted template dozens of times: in the killable worker, bounded.
 DEFAULT_TIMEOUT = 60.0
@@ -57,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.special_tokens is not None:
         options["special_tokens"] = special_tokens(args.special_tokens)
     if args.template_kwargs is not None:
-        options["template_kwargs"] = _object(args.template_kwargs, "--template-kwargs")
+        options["template_kwargs"] = json_object(args.template_kwargs, "--template-kwargs")
     if args.stop_token:
         options["stop_tokens"] = args.stop_token
     draft = draft_response_template(chat_template, **options)
@@ -82,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
 def special_tokens(value: str) -> dict[str, str]:
     """Special tokens from inline JSON, or from a tokenizer_config.json / special_tokens_map.json
     (every `*_token` entry, plain or an AddedToken object)."""
-    data = read_json(value) if Path(value).is_file() else _object(value, "--special-tokens")
+    data = read_json(value) if Path(value).is_file() else json_object(value, "--special-tokens")
     if not isinstance(data, dict):
         raise UsageError(f"{value}: expected a JSON object")
     tokens = {}
@@ -91,13 +90,3 @@ def special_tokens(value: str) -> dict[str, str]:
         if key.endswith("_token") and isinstance(token, str):
             tokens[key] = token
     return tokens
-
-
-def _object(text: str, flag: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{flag}: invalid JSON: {e.msg}") from e
-    if not isinstance(value, dict):
-        raise UsageError(f"{flag} must be a JSON object")
-    return value

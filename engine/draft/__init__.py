@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..checks import CheckResult
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
+from ..errors import log_failure, quoted
 from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
 from .build import build
 from .locate import locate
@@ -241,6 +242,7 @@ def _bounded(timeout: float, **kwargs: Any) -> Draft:
     except SandboxCrashed as e:
         message, hint = f"Drafting stopped: {e}.", "Look for loops that build very large strings or lists."
     except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
-        message, hint = f"Drafting failed: {type(e).__name__}: {e}", None
+        log_failure("Drafting in the worker failed", e)
+        message, hint = f"Drafting failed ({quoted(e)}).", None
     return Draft(None, [FieldReport(n, "not_inferable", message) for n in FIELDS],
                  diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])  # fmt: skip

@@ -1,5 +1,6 @@
-"""The two editors, side by side: the chat template (Jinja) and the response template (JSON), each
-with its diagnostics underneath (line and column), updated as the author types."""
+"""The two editors, one above the other: the chat template (Jinja) and the response template (JSON), each
+with its diagnostics underneath (line and column), updated as the author types; under the response
+template, drafting it from the chat template (app/draft_panel.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from .draft_panel import build_draft_panel
 from .widgets import exact_code
 
 CHAT_HELP = (
@@ -31,5 +33,6 @@ def build_editors() -> dict[str, Any]:
         response = exact_code(language="json", lines=6, max_lines=11, show_label=False, elem_id="response-editor",
                               wrap_lines=True, buttons=["copy", "download"])  # fmt: skip
         response_diagnostics = gr.HTML(elem_id="response-diagnostics", elem_classes=["diag-box"])
+        drafting = build_draft_panel()
     return dict(chat_template=chat, chat_diagnostics=chat_diagnostics, response_template=response,
-                response_diagnostics=response_diagnostics)
+                response_diagnostics=response_diagnostics, **drafting)

@@ -22,6 +22,7 @@ from engine.text import SPECIAL_TOKEN
 from engine.workspace import Workspace
 
 from . import case_panel as cases
+from . import draft_panel as drafts
 from . import run_panel as runs
 from .case_form import FORM_FIELDS, CaseForm, save_form
 from .checks_panel import JUMP_JS, build_checks_tab, run_all_checks, show_location
@@ -280,6 +281,11 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     share = ui.on(ui["share_button"].click, share_code, [*EDITED, *SETTINGS], ["share_code"], **quiet)
     ui.on(share.then, None, ["share_code"], ["share_link"], js=LINK_JS)
+
+    ui.on(ui["draft_button"].click, drafts.draft_response, EDITED, drafts.SHOWN, concurrency_limit=4)
+    then_refresh(ui.on(ui["draft_apply"].click, drafts.apply_draft, ["session", "response_template"], drafts.APPLIED))
+    then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
+    ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
 
     ui.on(ui["checks_run"].click, run_all_checks, EDITED, ["checks_summary", "checks_table", "checks_diagnostics"],
           concurrency_limit=4)

@@ -100,6 +100,8 @@ class Session:
     last_spec: dict | None = None  # the last response template that loaded
     last_run: LastRun | None = None
     checks: list = field(default_factory=list)  # the last check results (rows of the Checks table)
+    draft: str | None = None  # a drafted response template under review (not applied yet)
+    draft_undo: str | None = None  # the response template an applied draft replaced
     # The tokenizer of the model this visitor last ran (it splits their replays and counts their
     # prompt's tokens); None until they run a local model. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)

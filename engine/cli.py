@@ -14,7 +14,7 @@ from . import commands
 from .commands import UsageError
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
-ORDER = ["render", "trace", "run", "check", "publish"]
+ORDER = ["render", "trace", "run", "check", "draft", "publish"]
 
 
 def command_names() -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .cases import Case, Recording, generation_start, render_case
 from .checks import CheckReport, Sample, run_checks
+from .draft import Draft, draft_response_template
 from .presets import Preset, load_preset
 from .render import RenderResult
 
@@ -157,6 +158,13 @@ class Workspace:
         recordings = [r for r in self.recordings if self.find_case(r.case) is not None]
         return run_checks(self.chat_template, self.response_template, self.cases, recordings, runs or [],
                           **{**settings, **options})
+
+    def draft_response_template(self, timeout: float | None = None) -> Draft:
+        """A response template drafted from the chat template, with this workspace's special and
+        stop tokens, template kwargs and intended differences (see `engine.draft`)."""
+        return draft_response_template(self.chat_template, self.special_tokens, template_kwargs=self.template_kwargs(),
+                                       stop_tokens=self.stop_tokens, documented=self.round_trip_differences,
+                                       timeout=timeout)  # fmt: skip
 
     # ----- serialisation ----------------------------------------------------------------------
 

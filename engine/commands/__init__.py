@@ -29,6 +29,17 @@ def read_json(path: str) -> Any:
         raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
 
 
+def json_object(text: str, flag: str) -> dict:
+    """A JSON object given inline to an option (`--special-tokens '{"eos_token": "</s>"}'`)."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"{flag}: invalid JSON: {e.msg}") from e
+    if not isinstance(value, dict):
+        raise UsageError(f"{flag} must be a JSON object")
+    return value
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, ensure_ascii=False, indent=2)
     sys.stdout.write("\n")

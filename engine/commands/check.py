@@ -18,7 +18,7 @@ from ..diagnostics import Diagnostic, line_col
 from ..presets import load_preset
 from ..response_spec import key_offsets
 from ..workspace import run_preset_checks
-from . import UsageError, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         options["stop_tokens"] = args.stop_token
     for flag, key in (("special_tokens", "special_tokens"), ("template_kwargs", "template_kwargs")):
         if getattr(args, flag) is not None:
-            options[key] = _json_object(getattr(args, flag), "--" + flag.replace("_", "-"))
+            options[key] = json_object(getattr(args, flag), "--" + flag.replace("_", "-"))
     shift = (0, 0)
     if args.preset:
         for flag in ("response_template", "cases", "recordings"):
@@ -95,16 +95,6 @@ def _finish(args: argparse.Namespace, report: CheckReport) -> int:
     print_diagnostics(report.diagnostics)
     status = report.status
     return 1 if status == "fail" or (args.strict and status == "warn") else 0
-
-
-def _json_object(text: str, flag: str) -> dict:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{flag}: invalid JSON: {e.msg}") from e
-    if not isinstance(value, dict):
-        raise UsageError(f"{flag} must be a JSON object")
-    return value
 
 
 def _tokenizer(path: str | None):

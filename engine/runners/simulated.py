@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
-import os
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -26,6 +25,7 @@ from ..diagnostics import Diagnostic
 from ..render import RenderResult
 from ..response_spec import compile_spec, load_response_spec
 from ..text import SPECIAL_TOKEN, short
+from ..turns import reply_after, up_to_stop
 from .base import Chunk, RunnerError, paced
 from .recorded import split_tokens
 
@@ -188,19 +188,6 @@ def _thinking_on(kwargs: dict, response_spec: dict, prompt: str | None) -> bool:
     return True
 
 
-def _longest_tail(prompt: str, history: str, shared: int) -> int:
-    """The length of the longest tail of `prompt` found in `history` ending at or after `shared`.
-    (A shorter tail is found wherever a longer one is, so a binary search finds the longest.)"""
-    low, high = 0, len(prompt)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if history.find(prompt[-middle:], max(0, shared - middle)) >= 0:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
 class SimulatedRunner:
     """Streams what `chat_template` writes for a simulated assistant reply to `case`."""
 
@@ -243,10 +230,7 @@ class SimulatedRunner:
         message = simulate_message(self.case, spec, prompt=prompt, template_kwargs=self.template_kwargs)
         history = self._render_history(message)
         output = self._reply(prompt, history)
-        for stop in self.stop_tokens:
-            # A model stops at its end-of-turn token: what the template writes after it is not output.
-            if (at := output.find(stop)) >= 0:
-                output = output[: at + len(stop)]
+        output = up_to_stop(output, self.stop_tokens)
         if not output:
             self.diagnostics.append(Diagnostic("warning", "The chat template renders nothing for the simulated reply.",
                                                "runner", hint="Check how the template renders assistant messages."))
@@ -284,37 +268,11 @@ class SimulatedRunner:
         yield from paced(split_tokens(output, self.tokenizer), self.tokens_per_second, stop)
 
     def _reply(self, prompt: str, history: str) -> str:
-        """The reply's text in `history`: what follows the prompt. Some templates render earlier turns
-        differently once a reply follows (gpt-oss drops the reasoning of turns before a final answer),
-        so when the prompt is not a prefix of the history, the reply is found after the longest tail
-        of the prompt (generation prompt included) that the history still contains."""
-        if history.startswith(prompt):
-            return history[len(prompt) :]
-        shared = len(os.path.commonprefix([prompt, history]))
-        header = self._generation_prompt(prompt)
-        if header:
-            length = _longest_tail(prompt, history, shared)
-            if length > len(header):
-                at = history.find(prompt[-length:], max(0, shared - length)) + length
-                self.diagnostics.append(Diagnostic(
-                    "info",
-                    f"With the reply in history, the template renders earlier turns differently (from character "
-                    f"{shared} of the prompt: {prompt[shared:shared + 30]!r} becomes {history[shared:shared + 30]!r}). "
-                    "The simulated output is the reply's own text, found after the end of the prompt.",
-                    "runner",
-                    hint="Expected for formats that drop earlier reasoning from history; otherwise check the template.",
-                ))  # fmt: skip
-                return history[at:]
-        self.diagnostics.append(Diagnostic(
-            "warning",
-            f"The assistant turn rendered into history does not continue the prompt: from character "
-            f"{shared} the prompt has {prompt[shared:shared + 30]!r} but the history has "
-            f"{history[shared:shared + 30]!r}. The simulation shows the history's text after the shared part.",
-            "runner",
-            hint="The generation prompt and the way the template renders an assistant message in history "
-            "should agree (e.g. a prefilled <think> the history rendering leaves out).",
-        ))  # fmt: skip
-        return history[shared:]
+        """The reply's text in `history`: what follows the prompt (see `engine.turns.reply_after`)."""
+        reply = reply_after(prompt, history, self._generation_prompt(prompt))
+        if reply.diagnostic is not None:
+            self.diagnostics.append(reply.diagnostic)
+        return reply.text
 
     def _generation_prompt(self, prompt: str) -> str | None:
         """The text `add_generation_prompt` adds at the end of the prompt (None when it cannot tell)."""

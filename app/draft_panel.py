@@ -1,0 +1,135 @@
+""""Draft from the chat template", by the response template editor: the engine drafts a response
+template from the chat template (`engine.draft`); the page shows it as a diff against the current
+response template with the per-field report, and puts it in the editor only when the author
+applies it. Undo puts the previous text back, byte for byte."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gradio as gr
+
+from engine.draft import Draft
+from engine.hub.files import FileChange
+
+from .highlight import diagnostics_html, esc
+from .publish_panel import diff_html
+from .state import Session
+from .workbench import sync
+
+# Drafting renders the chat template about 50 times, then parses and checks every probe: in the
+# killable worker; a minute is far more than it needs.
+DRAFT_TIMEOUT = 60.0
+# What showing a draft updates, and what applying or undoing one updates.
+SHOWN = ("draft_box", "draft_diff", "draft_report", "draft_apply", "draft_status")
+APPLIED = ("response_template", "draft_box", "draft_undo", "draft_status")
+
+STATUS_LABELS = {"verified": "verified", "unverified": "not verified", "not_inferable": "not inferable"}
+
+
+def build_draft_panel() -> dict[str, Any]:
+    """The button, the review box (diff, report, apply / discard) and undo, by name."""
+    with gr.Row(elem_id="draft-row"):
+        button = gr.Button("Draft from the chat template", size="sm", elem_id="draft-button")
+        undo = gr.Button("Undo the draft", size="sm", visible=False, elem_id="draft-undo")
+    status = gr.HTML(elem_id="draft-status")
+    with gr.Column(visible=False, elem_id="draft-box", elem_classes=["draft-box"]) as box:
+        gr.HTML('<div class="draft-title">The draft against your response template. Nothing changes until you apply it.</div>')
+        diff = gr.HTML(elem_id="draft-diff")
+        report = gr.HTML(elem_id="draft-report")
+        with gr.Row():
+            apply = gr.Button("Apply the draft", variant="primary", size="sm", elem_id="draft-apply")
+            discard = gr.Button("Discard", size="sm", elem_id="draft-discard")
+    return dict(draft_button=button, draft_undo=undo, draft_status=status, draft_box=box, draft_diff=diff,
+                draft_report=report, draft_apply=apply, draft_discard=discard)  # fmt: skip
+
+
+def draft_response(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
+    """The "Draft" button: draft from the chat template being edited, and show it for review."""
+    sync(session, chat_template, response_template, form_case, form)
+    workspace = session.workspace
+    draft = workspace.draft_response_template(timeout=DRAFT_TIMEOUT)
+    same = draft.response_template is not None and _data(workspace.response_template) == draft.response_template
+    session.draft = draft.text if draft.text and not same else None
+    if not draft.text:
+        shown = '<div class="diff-empty">No draft: the chat template shows no field the draft could read (see below).</div>'
+    elif same:
+        shown = '<div class="diff-empty">No changes: the draft is your response template.</div>'
+    else:
+        shown = diff_html(FileChange("response_template.json", workspace.response_template.encode(), draft.text.encode()).diff)
+    return {
+        "draft_box": gr.update(visible=True),
+        "draft_diff": shown,
+        "draft_report": report_html(draft),
+        "draft_apply": gr.update(interactive=session.draft is not None),
+        "draft_status": "",
+    }
+
+
+def _data(text: str) -> object:
+    """The response template as data (None when it is not JSON): a draft equal to it as data is no change."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def apply_draft(session: Session, response_template: str) -> dict[str, Any]:
+    """"Apply": the draft goes into the editor; the text it replaces is kept for undo."""
+    if session.draft is None:
+        return {"draft_status": '<div class="status-note">Nothing to apply: draft first.</div>'}
+    session.draft_undo = response_template if response_template is not None else ""
+    session.workspace.response_template = session.draft
+    session.draft = None
+    return {
+        "response_template": session.workspace.response_template,
+        "draft_box": gr.update(visible=False),
+        "draft_undo": gr.update(visible=True),
+        "draft_status": '<div class="status-note">The draft is in the editor. “Undo the draft” puts your previous response template back.</div>',
+    }
+
+
+def undo_draft(session: Session) -> dict[str, Any]:
+    """"Undo": the response template as it was before the draft was applied."""
+    if session.draft_undo is None:
+        return {"draft_undo": gr.update(visible=False)}
+    session.workspace.response_template = session.draft_undo
+    session.draft_undo = None
+    return {
+        "response_template": session.workspace.response_template,
+        "draft_box": gr.update(visible=False),
+        "draft_undo": gr.update(visible=False),
+        "draft_status": '<div class="status-note">Your previous response template is back.</div>',
+    }
+
+
+def discard_draft(session: Session) -> dict[str, Any]:
+    session.draft = None
+    return {"draft_box": gr.update(visible=False), "draft_diff": "", "draft_report": "", "draft_apply": gr.update(),
+            "draft_status": ""}  # fmt: skip
+
+
+def report_html(draft: Draft) -> str:
+    """Per field: verified / not verified / not inferable, what was read or why not, and the notes;
+    then the checks on the probes and any diagnostics."""
+    rows = []
+    for report in draft.fields:
+        notes = "".join(f"<li>{esc(note)}</li>" for note in report.notes)
+        rows.append(
+            f'<div class="draft-field {report.status}" data-field="{esc(report.field)}">'
+            f'<span class="draft-badge">{STATUS_LABELS[report.status]}</span> <b>{esc(report.field)}</b>'
+            f'<div class="draft-message">{esc(report.message)}</div>'
+            + (f'<ul class="draft-notes">{notes}</ul>' if notes else "")
+            + "</div>"
+        )
+    if draft.checks:
+        counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
+        worst = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"
+        failed = "".join(f"<li>{esc(str(c))}</li>" for c in draft.checks if c.status == "fail")
+        rows.append(
+            f'<div class="draft-checks {worst}">Round-trip and streaming checks of the draft on {draft.probes} probe '
+            f'conversations: {counts["pass"]} passed, {counts["warn"]} warnings, {counts["fail"]} failed '
+            f'({draft.seconds:.2f} s).' + (f'<ul class="draft-notes">{failed}</ul>' if failed else "") + "</div>"
+        )
+    return '<div class="draft-report">' + "".join(rows) + "</div>" + diagnostics_html(draft.diagnostics)

@@ -1,0 +1,92 @@
+"""`python -m engine draft --chat-template FILE [--special-tokens JSON|FILE] [--json]`: draft the
+response template a chat template implies, with a report of what it could and could not infer.
+
+Prints the response template (the report goes to stderr), or with `--json`
+{"response_template", "report": {"fields", "checks", "probes", "seconds"}, "diagnostics"}.
+Exit codes: 0 a draft was made, 1 none could be (the chat template does not render, or shows no
+field), 2 bad usage."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..draft import draft_response_template
+from ..presets import load_preset
+from ..workspace import Workspace
+from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
+
+# Drafting renders the untrusted template dozens of times: in the killable worker, bounded.
+DEFAULT_TIMEOUT = 60.0
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("draft", help="draft the response template from the chat template")
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--chat-template", metavar="FILE", help="a .jinja file")
+    source.add_argument("--preset", metavar="NAME", help="a preset's chat template (with its tokens and notes)")
+    parser.add_argument("--special-tokens", metavar="JSON|FILE",
+                        help='e.g. \'{"bos_token": "<s>", "eos_token": "</s>"}\', or a tokenizer_config.json / '
+                             "special_tokens_map.json to take them from")
+    parser.add_argument("--template-kwargs", metavar="JSON", help='passed to every probe, e.g. \'{"reasoning_effort": "low"}\'')
+    parser.add_argument("--stop-token", action="append", default=[], metavar="TEXT",
+                        help="text that ends the model's turn (repeatable; default: the eos token)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"stop a template that renders too long (default {DEFAULT_TIMEOUT:g}; 0: no worker process)")
+    parser.add_argument("--json", action="store_true", help='print {"response_template", "report", "diagnostics"}')
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.timeout < 0:
+        raise UsageError("--timeout must be 0 or more")
+    options: dict = {"timeout": args.timeout or None}
+    if args.preset:
+        try:
+            preset = load_preset(args.preset)
+        except KeyError as e:
+            raise UsageError(str(e.args[0])) from e
+        workspace = Workspace.from_preset(preset)
+        chat_template: str = workspace.chat_template
+        options.update(special_tokens=workspace.special_tokens, stop_tokens=workspace.stop_tokens,
+                       template_kwargs=workspace.template_kwargs(), documented=workspace.round_trip_differences)  # fmt: skip
+    else:
+        chat_template = read_text(args.chat_template)
+    if args.special_tokens is not None:
+        options["special_tokens"] = special_tokens(args.special_tokens)
+    if args.template_kwargs is not None:
+        options["template_kwargs"] = json_object(args.template_kwargs, "--template-kwargs")
+    if args.stop_token:
+        options["stop_tokens"] = args.stop_token
+    draft = draft_response_template(chat_template, **options)
+    if args.json:
+        print_json(draft.to_dict())
+    else:
+        sys.stdout.write(draft.text)
+        for report in draft.fields:
+            print(f"{report.field}: {report.status.replace('_', ' ')}. {report.message}", file=sys.stderr)
+            for note in report.notes:
+                print(f"    - {note}", file=sys.stderr)
+        counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
+        print(f"checks on the probes: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed; "
+              f"{draft.probes} probes in {draft.seconds:.2f} s", file=sys.stderr)  # fmt: skip
+        for check in draft.checks:
+            if check.status == "fail":
+                print(f"    {check}", file=sys.stderr)
+    print_diagnostics(draft.diagnostics)
+    return 0 if draft.response_template is not None else 1
+
+
+def special_tokens(value: str) -> dict[str, str]:
+    """Special tokens from inline JSON, or from a tokenizer_config.json / special_tokens_map.json
+    (every `*_token` entry, plain or an AddedToken object)."""
+    data = read_json(value) if Path(value).is_file() else json_object(value, "--special-tokens")
+    if not isinstance(data, dict):
+        raise UsageError(f"{value}: expected a JSON object")
+    tokens = {}
+    for key, token in data.items():
+        token = token.get("content") if isinstance(token, dict) else token
+        if key.endswith("_token") and isinstance(token, str):
+            tokens[key] = token
+    return tokens

@@ -1,0 +1,229 @@
+"""Drafting a response template from a chat template (engine.draft): one small template of each
+format family (written for these tests), the draft checked by parsing output a model would write
+(not the probes it was read from), and the report of fields that cannot be inferred."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+from transformers.utils.chat_parsing import parse_response
+
+from engine.checks import run_checks
+from engine.draft import Draft, draft_response_template
+from engine.render import render
+from engine.turns import reply_after
+
+FIXTURES = Path(__file__).parent / "fixtures" / "draft"
+WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": {
+    "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]  # fmt: skip
+FAMILIES = {
+    "chatml_think_tools": {"eos_token": "<|im_end|>"},
+    "llama_json_calls": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
+    "mistral_tool_calls": {"bos_token": "<s>", "eos_token": "</s>"},
+    "harmony_channels": {"eos_token": "<|return|>"},
+    "command_actions": {"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
+}
+
+
+@cache
+def drafted(family: str) -> Draft:
+    return draft_response_template((FIXTURES / f"{family}.jinja").read_text(), FAMILIES[family], checks=False)
+
+
+def prompt_for(family: str, messages: list[dict], tools: list | None = WEATHER, **kwargs) -> str:
+    result = render((FIXTURES / f"{family}.jinja").read_text(), messages, tools, add_generation_prompt=True,
+                    special_tokens=FAMILIES[family], template_kwargs=kwargs)  # fmt: skip
+    assert result.ok, result.diagnostics
+    return result.prompt
+
+
+def parse(family: str, output: str, messages: list[dict] | None = None, **kwargs) -> dict:
+    messages = messages or [{"role": "user", "content": "What is the weather in Paris?"}]
+    return parse_response(output, drafted(family).response_template, prefix=prompt_for(family, messages, **kwargs), tools=WEATHER)
+
+
+def call(name: str, **arguments) -> dict:
+    return {"type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def statuses(draft: Draft) -> dict[str, str]:
+    return {report.field: report.status for report in draft.fields}
+
+
+# ----- one family each --------------------------------------------------------------------------
+
+
+def test_chatml_with_think_and_tool_call_blocks() -> None:
+    draft = drafted("chatml_think_tools")
+    assert statuses(draft) == {"reasoning_content": "verified", "tool_calls": "verified", "content": "verified"}
+    fields = draft.response_template["fields"]
+    assert draft.response_template["start_anchor"] == "<|im_start|>assistant\n"
+    assert (fields["reasoning_content"]["open"], fields["reasoning_content"]["close"]) == ("<think>", "</think>")
+    assert (fields["tool_calls"]["open"], fields["tool_calls"]["close"]) == ("<tool_call>", "</tool_call>")
+    assert fields["tool_calls"]["transform"] == {"type": "function", "function": "{content}"}
+    assert "open" not in fields["content"] and fields["content"]["close"] == "<|im_end|>"
+    # Output the model writes, not a probe: reasoning, text, two calls; the schema types "days".
+    output = ('<think>\nThey want the weather.\n</think>\n\nLet me check.\n<tool_call>\n{"name": "get_weather", '
+              '"arguments": {"city": "Paris", "days": "2"}}\n</tool_call>\n<tool_call>\n{"name": "get_weather", '
+              '"arguments": {"city": "Lyon"}}\n</tool_call><|im_end|>')  # fmt: skip
+    assert parse("chatml_think_tools", output) == {
+        "role": "assistant", "reasoning_content": "They want the weather.", "content": "Let me check.",
+        "tool_calls": [call("get_weather", city="Paris", days=2), call("get_weather", city="Lyon")],
+    }  # fmt: skip
+    # With thinking off the prompt prefills an empty think block; the parser reads it from the prompt.
+    assert parse("chatml_think_tools", "It is sunny.<|im_end|>", enable_thinking=False) == {"role": "assistant", "content": "It is sunny."}
+
+
+def test_llama_bare_json_call_opens_at_the_json() -> None:
+    draft = drafted("llama_json_calls")
+    calls = draft.response_template["fields"]["tool_calls"]
+    assert calls["open_pattern"] == '(?=\\{\\s*"name"\\s*:)'
+    assert calls["transform"]["function"] == {"name": "{content.name}", "arguments": "{content.parameters}"}
+    assert draft.response_template["start_anchor"] == "<|start_header_id|>assistant<|end_header_id|>\n\n"
+    output = '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>'
+    assert parse("llama_json_calls", output) == {"role": "assistant", "tool_calls": [call("get_weather", city="Paris")]}
+    assert parse("llama_json_calls", "Sunny, 21 degrees.<|eot_id|>") == {"role": "assistant", "content": "Sunny, 21 degrees."}
+    notes = " ".join(draft.report("tool_calls").notes)
+    assert "refuses two calls" in notes and "single tool-calls" in notes  # the template's raise_exception, reported
+
+
+def test_mistral_tool_calls_list_with_ids_and_no_generation_prompt() -> None:
+    draft = drafted("mistral_tool_calls")
+    calls = draft.response_template["fields"]["tool_calls"]
+    assert calls["open"] == "[TOOL_CALLS]" and calls["transform_each"] is True and "repeats" not in calls
+    assert calls["transform"] == {"type": "function", "id": "{id}", "function": {"name": "{name}", "arguments": "{arguments}"}}
+    # No generation prompt: the turn starts after [/INST], or after [/TOOL_RESULTS] following a tool result.
+    assert draft.response_template["start_anchor"] == ["[/INST]", "[/TOOL_RESULTS]"]
+    output = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abc123def"}, {"name": "get_weather", "arguments": {"city": "Rome"}, "id": "xyz987uvw"}]</s>'
+    message = parse("mistral_tool_calls", output)
+    assert [c["function"]["arguments"]["city"] for c in message["tool_calls"]] == ["Paris", "Rome"]
+    assert [c["id"] for c in message["tool_calls"]] == ["abc123def", "xyz987uvw"]
+
+
+def test_harmony_channels_with_the_recipient_in_the_header() -> None:
+    draft = drafted("harmony_channels")
+    fields = draft.response_template["fields"]
+    assert fields["reasoning_content"]["open"] == "<|channel|>analysis<|message|>"
+    assert fields["content"]["open"] == "<|channel|>final<|message|>"
+    assert fields["tool_calls"]["open_pattern"] == r"to=functions\.(?P<name>[^\s<]+)<\|channel\|>commentary json<\|message\|>"
+    assert fields["tool_calls"]["transform"]["function"] == {"name": "{name}", "arguments": "{content}"}
+    output = ('<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather'
+              '<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>')  # fmt: skip
+    assert parse("harmony_channels", output) == {
+        "role": "assistant", "reasoning_content": "Need the weather.", "tool_calls": [call("get_weather", city="Paris")]}
+    # The fixture renders one call per message: several calls cannot be verified, and the report says so.
+    assert "only some of the calls" in " ".join(draft.report("tool_calls").notes)
+
+
+def test_command_style_plan_actions_and_prefilled_response() -> None:
+    draft = drafted("command_actions")
+    assert statuses(draft) == {"reasoning_content": "verified", "tool_calls": "verified", "content": "verified"}
+    fields = draft.response_template["fields"]
+    assert fields["tool_calls"]["open"] == "<|START_ACTION|>" and fields["tool_calls"]["transform_each"] is True
+    assert fields["tool_calls"]["transform"]["function"] == {"name": "{tool_name}", "arguments": "{parameters}"}
+    # Without tools the prompt prefills <|START_RESPONSE|>: an open, so not part of the start anchor.
+    assert draft.response_template["start_anchor"] == "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"
+    assert parse("command_actions", "Sunny.<|END_RESPONSE|><|END_OF_TURN_TOKEN|>", tools=None) == {"role": "assistant", "content": "Sunny."}
+    output = ('<|START_THINKING|>Look it up.<|END_THINKING|><|START_ACTION|>[{"tool_call_id": "0", "tool_name": '
+              '"get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|><|END_OF_TURN_TOKEN|>')  # fmt: skip
+    assert parse("command_actions", output) == {
+        "role": "assistant", "reasoning_content": "Look it up.", "tool_calls": [call("get_weather", city="Paris")]}
+    assert "does not write it in reasoning and content" in " ".join(draft.report("reasoning_content").notes)
+
+
+def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:
+    draft = draft_response_template((FIXTURES / "chatml_think_tools.jinja").read_text(), FAMILIES["chatml_think_tools"])
+    assert draft.checks and all(c.status == "pass" for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
+    assert {c.name for c in draft.checks} >= {"round_trip.message", "round_trip.output", "streaming"}
+    # The same checks, run by hand on the drafted text, agree.
+    report = run_checks((FIXTURES / "chatml_think_tools.jinja").read_text(), draft.text, special_tokens=FAMILIES["chatml_think_tools"],
+                        families=("round_trip", "streaming"), random_splits=10)  # fmt: skip
+    assert report.status == "pass", [str(c) for c in report.checks if c.status != "pass"]
+
+
+# ----- what cannot be inferred --------------------------------------------------------------------
+
+CHATML_CONTENT_ONLY = (
+    "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n{% endfor %}"
+    "{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+def test_a_field_the_template_never_renders_is_left_out_with_why_and_what_to_do() -> None:
+    draft = draft_response_template(CHATML_CONTENT_ONLY, {"eos_token": "<|im_end|>"}, checks=False)
+    assert set(draft.response_template["fields"]) == {"content"}
+    reasoning = draft.report("reasoning_content")
+    assert reasoning.status == "not_inferable"
+    assert "never renders `reasoning_content` in history, so its delimiters cannot be seen" in reasoning.message
+    assert "write this field by hand; the model card may say which tags the model writes" in reasoning.message
+    assert draft.report("tool_calls").status == "not_inferable" and "write this field by hand" in draft.report("tool_calls").message
+    assert draft.report("content").status == "verified"
+
+
+def test_a_field_read_but_never_written_into_history_is_told_apart() -> None:
+    template = CHATML_CONTENT_ONLY.replace("{{ m.content }}", "{% if m.reasoning_content and keep_reasoning %}<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}")
+    draft = draft_response_template(template, {"eos_token": "<|im_end|>"}, checks=False)
+    message = draft.report("reasoning_content").message
+    assert draft.report("reasoning_content").status == "not_inferable"
+    assert "reads `reasoning_content` but never writes it into an assistant turn in history" in message
+
+
+def test_calls_written_as_python_dicts_are_left_out_not_guessed() -> None:
+    template = CHATML_CONTENT_ONLY.replace(
+        "{{ m.content }}", "{{ m.content or '' }}{% for c in m.tool_calls or [] %}<call>{{ c.function.name }} {{ c.function.arguments }}</call>{% endfor %}")
+    draft = draft_response_template(template, {"eos_token": "<|im_end|>"}, checks=False)
+    report = draft.report("tool_calls")
+    assert report.status == "not_inferable" and "Python dict" in report.message
+    assert "tool_calls" not in draft.response_template["fields"]
+
+
+def test_reasoning_with_nothing_marking_its_start_is_left_out() -> None:
+    template = CHATML_CONTENT_ONLY.replace("{{ m.content }}", "{% if m.reasoning_content %}{{ m.reasoning_content }}\n\n{% endif %}{{ m.content }}")
+    draft = draft_response_template(template, {"eos_token": "<|im_end|>"}, checks=False)
+    report = draft.report("reasoning_content")
+    assert report.status == "not_inferable" and "nothing marks where it starts" in report.message
+    # Its text would land in content: content is verified on the probes without reasoning, and the note says so.
+    assert "lands in another field" in " ".join(report.notes)
+
+
+def test_a_template_that_does_not_render_gives_no_draft_and_a_diagnostic() -> None:
+    draft = draft_response_template("{% for m in messages %}{{ m.content }", {}, checks=False)
+    assert draft.response_template is None and draft.text == ""
+    assert draft.diagnostics and draft.diagnostics[0].severity == "error" and "renders none of the probe" in draft.diagnostics[0].message
+    assert {r.status for r in draft.fields} == {"not_inferable"}
+
+
+def test_drafting_a_runaway_template_stops_at_the_timeout() -> None:
+    slow = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}" + CHATML_CONTENT_ONLY
+    draft = draft_response_template(slow, {}, timeout=1.0)
+    assert draft.response_template is None
+    assert "Drafting stopped" in draft.diagnostics[0].message
+
+
+def test_the_draft_serialises_for_the_command_line() -> None:
+    draft = drafted("chatml_think_tools")
+    data = json.loads(json.dumps(draft.to_dict()))
+    assert data["response_template"] == draft.response_template
+    assert [f["field"] for f in data["report"]["fields"]] == ["reasoning_content", "tool_calls", "content"]
+    assert data["report"]["probes"] == draft.probes > 10
+
+
+# ----- the reply after the prompt (shared with the simulated runner) ------------------------------
+
+
+def test_a_history_that_drops_a_prefilled_block_is_read_from_the_whole_token() -> None:
+    prompt = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    history = "<|im_start|>assistant\n<tool_call>\n{}\n</tool_call><|im_end|>"
+    reply = reply_after(prompt, history, "<|im_start|>assistant\n<think>\n\n</think>\n\n")
+    assert reply.text.startswith("<tool_call>")  # not "ool_call>": the two part ways inside "<t"
+    assert reply.diagnostic is not None and reply.diagnostic.severity == "warning"
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_draft_loads_in_transformers(family: str) -> None:
+    from transformers.utils.chat_parsing.response_templates import load_response_template
+
+    load_response_template(drafted(family).response_template)  # raises if transformers rejects it

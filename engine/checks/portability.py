@@ -17,7 +17,7 @@ from .jinja_analysis import TokenIndex, describe_node, environment, lex, parse
 from .probes import Probe, describe, run_probes
 from .results import CheckResult, Location
 
-_STRING = "\n  Hello, World!  \n"
+_STRING = "\n  hello, wORLD!  \n"
 _DICT = {"city": "Paris", "days": 2}
 STRING_METHODS = frozenset({
     "strip", "lstrip", "rstrip", "lower", "upper", "title", "capitalize", "replace", "split", "splitlines",

@@ -87,6 +87,10 @@ VARIANTS = (
 )
 
 
+def variant(name: str) -> Variant:
+    return next(v for v in VARIANTS if v.name == name)
+
+
 def _applicable(case: Case, tools: list[dict] | None) -> list[Variant]:
     out = []
     for variant in VARIANTS:

@@ -73,7 +73,7 @@ def test_a_result_marked_intended_is_reported_as_such_and_does_not_fail() -> Non
     "chat, case, requirement",
     [
         (variant(CALL, "{%- if call.id is not defined or call.id|length != 9 %}{{ raise_exception('Tool call ids must be 9 alphanumerics') }}{%- endif %}" + CALL),
-         "tool call", "requires tool-call ids"),
+         "tool call", "requires tool-call ids of 9 alphanumerics"),
         ("{%- if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{%- endif %}" + CHAT,
          "conversation", "refuses a system message"),
         (variant("{%- if tools %}", "{%- if tools|length > 0 %}"), "conversation", "needs tools to be offered"),
@@ -135,3 +135,12 @@ def test_check_json_prints_the_matrix_and_differences_from_a_file(capsys, tmp_pa
     assert {c["name"] for c in intended} == {"engines.transformers.js", "chat_lint.print_without_tojson"}
     differences.write_text("[1]")
     assert main(args + ["--differences", str(differences)]) == 2
+
+
+def test_a_field_the_template_drops_in_a_turn_is_not_a_parser_bug() -> None:
+    # Kimi K2 Thinking keeps reasoning only on tool-calling turns; an answer gets an empty <think></think>.
+    chat = variant("{%- if message.reasoning_content %}", "{%- if message.reasoning_content and message.tool_calls %}")
+    report = check(chat, families=["round_trip"])
+    [conversation] = [r for r in report.checks if r.name == "round_trip.message" and r.subject == "case 'conversation'"]
+    assert conversation.status == "warn"
+    assert "the chat template does not render `reasoning_content` in this turn: the prompt is the same without it" in conversation.details

@@ -81,7 +81,7 @@ def _with_tools(case: Case, tools: list[dict] | None) -> Case:
 VARIANTS = (
     Variant("tools", "needs tools to be offered (the built-in conversation without tools was refused)", _with_tools),
     Variant("no_system", "refuses a system message (the built-in case's system prompt was moved into the first user message)", _no_system),
-    Variant("ids", f"requires tool-call ids (it accepts 9 alphanumerics such as {CALL_IDS[0]!r}, as Mistral's templates demand)", _with_ids),
+    Variant("ids", f"requires tool-call ids of 9 alphanumerics (such as {CALL_IDS[0]!r}, as Mistral's templates demand)", _with_ids),
     Variant("string_arguments", "requires tool-call arguments as a JSON string, not an object", _string_arguments),
     Variant("content", "reads `content` on every message (a tool-call message needs one, even empty)", _content_everywhere),
 )

@@ -64,7 +64,7 @@ def test_python_methods_are_reported_only_where_an_engine_breaks_on_them() -> No
     assert at(strip) == where(chat, ".strip(", shift=1) and strip.status == "warn"
     assert "@huggingface/jinja (transformers.js) gives" in strip.details and "MiniJinja" not in strip.details
     assert "No rewrite is offered" in strip.details and "Unknown StringValue filter: trim" in strip.details
-    quiet = CHAT.replace("{{- message.content }}", "{{- message.content.strip().lower() }}")
+    quiet = CHAT.replace("{{- message.content }}", "{{- message.get('content').strip().lower() }}")
     assert quiet != CHAT and findings(lints(quiet), "chat_lint.python_method") == []
 
 
@@ -125,7 +125,7 @@ def test_fields_one_template_writes_and_the_other_never_reads() -> None:
     assert findings(lints(fixture("drops_reasoning.jinja"), round_trip_differences={"reasoning_content": "by design"}), "chat_lint.unread_field") == []
     response = fixture("no_tool_calls_field.json")
     [unwritten] = findings(lints(response=response), "chat_lint.unwritten_field")
-    assert "reads `tool_calls`" in unwritten.details and at(unwritten) == where(CHAT, "message.tool_calls", shift=8)
+    assert "writes `tool_calls` of assistant messages" in unwritten.details and at(unwritten) == where(CHAT, "message.tool_calls", shift=8)
 
 
 def test_a_request_flag_the_template_only_tests_is_not_an_unwritten_field() -> None:
@@ -134,7 +134,10 @@ def test_a_request_flag_the_template_only_tests_is_not_an_unwritten_field() -> N
     assert chat != CHAT and findings(lints(chat), "chat_lint.unwritten_field") == []
     printed = CHAT.replace("{%- if message.reasoning_content %}", "{{- message.prefix or '' }}\n        {%- if message.reasoning_content %}")
     [unwritten] = findings(lints(printed), "chat_lint.unwritten_field")
-    assert "reads `prefix`" in unwritten.details
+    assert "writes `prefix` of assistant messages" in unwritten.details
+    # A key read on a message whose role is not known to be the assistant's is no model output either.
+    unknown_role = CHAT.replace("{%- if add_generation_prompt %}", "{{- messages[0].current_date or '' }}\n{%- if add_generation_prompt %}")
+    assert unknown_role != CHAT and findings(lints(unknown_role), "chat_lint.unwritten_field") == []
 
 
 def test_template_fields_follow_messages_through_macros_aliases_and_role_branches() -> None:

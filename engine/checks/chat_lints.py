@@ -128,7 +128,7 @@ def unwritten_fields(ctx: CheckContext) -> list[CheckResult]:
             continue
         out.append(_finding(
             "warn",
-            f"The chat template reads `{name}` from messages that may be the assistant's, but the response "
+            f"The chat template writes `{name}` of assistant messages into the prompt, but the response "
             f"template never writes it: if the model writes it, parsing drops it.",
             read.line, read.column,
         ))  # fmt: skip

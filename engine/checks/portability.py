@@ -68,13 +68,17 @@ def python_methods(ctx: CheckContext) -> list[CheckResult]:
         column = index.column(call.node.lineno, "name", method, after=".")
         if call.kwargs or call.dyn_args or call.dyn_kwargs:
             continue
-        args, variables = [], {"x": _DICT if method in DICT_METHODS else (", " if method == "join" else _STRING)}
+        args, variables = [], {"x": dict(_DICT) if method in DICT_METHODS else (", " if method == "join" else _STRING)}
         for i, arg in enumerate(call.args):
             if isinstance(arg, nodes.Const):
                 args.append(repr(arg.value))
             else:
                 args.append(f"a{i}")
-                variables[f"a{i}"] = ["a", "b"] if method == "join" else ("l", "L")[i % 2]
+                variables[f"a{i}"] = ["a", "b"] if method == "join" else "city" if method == "get" else ("l", "L")[i % 2]
+        if method == "get" and call.args and isinstance(call.args[0], nodes.Const) and isinstance(call.args[0].value, str):
+            # The key the template asks for is there: what matters is how `.get` reads it, not how an
+            # engine prints a missing value (Python's None).
+            variables["x"][call.args[0].value] = "Paris"
         sites.append((call, method, args, variables, column))
     originals = run_probes([(_print(f"x.{m}({', '.join(a)})", m), v) for _, m, a, v, _ in sites])
     rewrites = []

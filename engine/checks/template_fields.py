@@ -36,6 +36,8 @@ class Read:
     # Read only to decide something (`{% if message.prefix %}`, `is defined`): a request flag, not a
     # value the template writes into the prompt.
     flag: bool = False
+    # In a branch known to run for assistant messages only (`{% if message.role == "assistant" %}`).
+    assistant_only: bool = False
 
 
 # A role constraint on a branch: roles it is limited to (None: any) and roles it excludes.
@@ -81,12 +83,12 @@ class TemplateFields:
 
     def assistant_reads(self, values_only: bool = False) -> dict[str, Read]:
         """Fields read where the message may be the assistant's, with the first place each is read.
-        `values_only` leaves out fields only ever tested (`if message.prefix`), never written out:
-        request flags, which no model output produces."""
+        `values_only` keeps the fields a model's turn can carry: written out (not only tested, like the
+        request flag `prefix`) in a branch known to be the assistant's (not `messages[0].current_date`)."""
         out: dict[str, Read] = {}
         for name, reads in self.message_reads.items():
             for read in reads:
-                if read.assistant and not (values_only and read.flag):
+                if read.assistant and not (values_only and (read.flag or not read.assistant_only)):
                     out.setdefault(name, read)
                     break
         return out
@@ -295,7 +297,8 @@ class _FieldWalker:
                 self._whole(node, roles)
 
     def _read(self, name: str, line: int, column: int | None, roles: _Roles) -> None:
-        self.reads[name].append(Read(name, line, column, _allows_assistant(roles), flag=self.testing > 0))
+        only = roles[0] is not None and _allows_assistant(roles)
+        self.reads[name].append(Read(name, line, column, _allows_assistant(roles), flag=self.testing > 0, assistant_only=only))
 
     def _whole(self, node: nodes.Node, roles: _Roles) -> None:
         if self.whole is None:

@@ -144,3 +144,11 @@ def test_a_field_the_template_drops_in_a_turn_is_not_a_parser_bug() -> None:
     [conversation] = [r for r in report.checks if r.name == "round_trip.message" and r.subject == "case 'conversation'"]
     assert conversation.status == "warn"
     assert "the chat template does not render `reasoning_content` in this turn: the prompt is the same without it" in conversation.details
+
+
+def test_a_looping_template_ends_with_a_message_in_the_cli(capsys, tmp_path: Path) -> None:
+    chat = tmp_path / "loop.jinja"
+    chat.write_text("{% for i in range(100000) %}{% for j in range(100000) %}{{ messages[0].content }}{% endfor %}{% endfor %}")
+    code = main(["check", "--chat-template", str(chat), "--response-template", str(CHATML / "response_template.json"),
+                 "--random-splits", "0", "--timeout", "3"])
+    assert code == 1 and "The checks stopped: they took longer than 3 s" in capsys.readouterr().err

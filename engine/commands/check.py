@@ -44,6 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json: also stream the outputs token by token")
     parser.add_argument("--random-splits", type=int, default=200, metavar="N", help="random chunkings per output (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random chunkings (default 0)")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="stop the checks after this long, e.g. on a template that loops (default 300)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--json", action="store_true", help='print {"checks": [...], "diagnostics": [...]}')
     parser.set_defaults(handler=run)
@@ -52,7 +54,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.random_splits < 0:
         raise UsageError("--random-splits must be 0 or more")
-    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer)}
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be more than 0")
+    # The checks run in the killable worker: templates and regexes are untrusted code.
+    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer), "timeout": args.timeout}
     if args.stop_token:
         options["stop_tokens"] = args.stop_token
     intended = _differences(args.differences) if args.differences else {}
@@ -72,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             report = CheckReport(diagnostics=[Diagnostic("error", str(e), "preset")])
             return _finish(args, report)
         if intended:
-            options["round_trip_differences"] = {**preset.history_differences, **preset.round_trip_differences, **intended}
+            options["round_trip_differences"] = {**preset.intended_differences(), **intended}
         report = run_preset_checks(preset, **options)
     else:
         if not args.response_template:

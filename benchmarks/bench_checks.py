@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from engine.cases import Case
-from engine.checks import run_preset_checks
+from engine.workspace import run_preset_checks
 from engine.checks.context import CheckContext, Sample
 from engine.checks.streaming import check_streaming
 from engine.response_spec import load_response_spec

@@ -88,6 +88,8 @@ class Session:
     last_spec: dict | None = None  # the last response template that loaded
     last_run: LastRun | None = None
     checks: list = field(default_factory=list)  # the last check results (rows of the Checks table)
+    engines: dict = field(default_factory=dict)  # the last engines matrix: {engine: {case: cell}}
+    selected_check: int | None = None  # the row of the Checks table last clicked
     # The tokenizer of the model this visitor last ran (it splits their replays and counts their
     # prompt's tokens); None until they run a local model. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)
@@ -106,4 +108,5 @@ class Session:
         import copy
 
         return Session(copy.deepcopy(self.workspace, memo), self.last_prompt_html, copy.deepcopy(self.last_spec, memo),
-                       copy.deepcopy(self.last_run, memo), list(self.checks))
+                       copy.deepcopy(self.last_run, memo), list(self.checks), copy.deepcopy(self.engines, memo),
+                       self.selected_check)

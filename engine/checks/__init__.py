@@ -42,6 +42,7 @@ __all__ = [
     "Location",
     "Sample",
     "Status",
+    "mark_intended",
     "run_checks",
 ]
 

@@ -10,6 +10,7 @@ import os
 import threading
 
 from app.page import LAUNCH_OPTIONS, build
+from engine.engines import jinja_js
 from engine.sandbox import shared_pool
 
 
@@ -24,6 +25,8 @@ def main() -> None:
     logging.getLogger("playground").setLevel(logging.INFO)
     # Start the render workers while the server starts, so the first page load does not wait.
     threading.Thread(target=shared_pool().warm, daemon=True).start()
+    # Install @huggingface/jinja for the engines check now (once, into .cache/engines), not in a check.
+    threading.Thread(target=jinja_js.install, daemon=True).start()
     build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)
 
 

@@ -1,6 +1,7 @@
 """The Checks tab: run every check of `engine.checks` on the templates and cases being edited (and
-the last run's output), show pass / warn / fail with details, and show the line a result points
-at (clicking a row also scrolls that editor to it on the Playground tab)."""
+the last run's output), show pass / info / warn / fail with details, and show the line a result
+points at (clicking a row also scrolls that editor to it on the Playground tab). The engines matrix
+and "mark as intended" are in checks_extras."""
 
 from __future__ import annotations
 
@@ -10,14 +11,16 @@ import gradio as gr
 
 from engine.cases import Case
 
+from .checks_extras import engine_rows, intended_html
 from .highlight import diagnostics_html, esc
 from .state import Session
 from .workbench import sync
 
 NOTE = (
     "Checks prove the two templates are inverses (**round trip**, message side and output side), that "
-    "**streaming** in any chunking gives the one-shot result, and that both templates work outside "
-    "Python (**lints**). They run on the templates, cases and recordings you are editing, plus the last run."
+    "**streaming** in any chunking gives the one-shot result, and where the chat template renders the same "
+    "in the engines that serve models (**engines**, **lints**). They run on the templates, cases and "
+    "recordings you are editing, plus the last run. Notes (info) never fail; a result you mark as intended neither."
 )
 HEADERS = ["status", "check", "subject", "where", "details"]
 # The checks render and stream every case and output many times; a minute is far more than they need.
@@ -64,19 +67,20 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
     # The checks render and parse the author's templates many times: in the killable worker, so a
     # runaway template (or a catastrophic regex) cannot hold the server.
     report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)
-    session.checks = report.checks
+    session.checks, session.engines, session.selected_check = report.checks, report.engines, None
+    extras = {"engines_table": engine_rows(report.engines), "engine_detail": "", "intended_list": intended_html(session)}
     if not report.checks:
         summary = f'<div class="checks-summary fail"><b>FAIL</b> · {esc(report.diagnostics[0].message) if report.diagnostics else "No checks ran."}</div>'
-        return {"checks_summary": summary, "checks_table": [], "checks_diagnostics": diagnostics_html(report.diagnostics)}
+        return {"checks_summary": summary, "checks_table": [], "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
     counts = report.counts()
     worst = report.status
     summary = (
         f'<div class="checks-summary {worst}"><b>{esc(worst.upper())}</b> · '
-        f'{counts["pass"]} passed · {counts["warn"]} warnings · {counts["fail"]} failed'
+        f'{counts["pass"]} passed · {counts["info"]} notes · {counts["warn"]} warnings · {counts["fail"]} failed'
         "<span class=\"sub\"> · click a row to see the line it points at</span></div>"
     )
     rows = [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in report.checks]
-    return {"checks_summary": summary, "checks_table": rows, "checks_diagnostics": diagnostics_html(report.diagnostics)}
+    return {"checks_summary": summary, "checks_table": rows, "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
 
 
 def show_location(session: Session, evt: gr.SelectData) -> dict[str, str]:
@@ -85,6 +89,7 @@ def show_location(session: Session, evt: gr.SelectData) -> dict[str, str]:
     row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
     if not isinstance(row, int) or not 0 <= row < len(session.checks):
         return {"check_detail": "", "check_jump": ""}
+    session.selected_check = row
     result = session.checks[row]
     head = f'<div class="check-detail"><b>{esc(result.name)}</b> {esc(result.subject or "")}<pre>{esc(result.details)}</pre></div>'
     location = result.location

@@ -25,6 +25,7 @@ from . import case_panel as cases
 from . import draft_panel as drafts
 from . import run_panel as runs
 from .case_form import FORM_FIELDS, CaseForm, save_form
+from .checks_extras import build_checks_extras, mark_selected_intended, show_engine_cell, unmark_selected
 from .checks_panel import JUMP_JS, build_checks_tab, run_all_checks, show_location
 from .editors import build_editors
 from .highlight import diagnostics_html, field_classes, legend_html
@@ -237,6 +238,7 @@ def build() -> gr.Blocks:
                     ui.add(step_view=build_step_view(ui["step"]))
             with gr.Tab("Checks", id="checks"):
                 ui.add(**build_checks_tab())
+                ui.add(**build_checks_extras())
             with gr.Tab("Publish", id="publish"):
                 ui.add(**build_publish_tab())
         wire(page, ui)
@@ -287,10 +289,15 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
 
-    ui.on(ui["checks_run"].click, run_all_checks, EDITED, ["checks_summary", "checks_table", "checks_diagnostics"],
+    ui.on(ui["checks_run"].click, run_all_checks, EDITED,
+          ["checks_summary", "checks_table", "checks_diagnostics", "engines_table", "engine_detail", "intended_list"],
           concurrency_limit=4)
     jump = ui.on(ui["checks_table"].select, show_location, ["session"], ["check_detail", "check_jump"], show_progress="hidden")
     ui.on(jump.then, None, ["check_jump"], [], js=JUMP_JS)
+    ui.on(ui["engines_table"].select, show_engine_cell, ["session"], ["engine_detail"], show_progress="hidden")
+    ui.on(ui["intend_mark"].click, mark_selected_intended, ["session", "intend_why"],
+          ["intended_list", "checks_table", "intend_why", "saved_code"], **quiet)
+    ui.on(ui["intend_unmark"].click, unmark_selected, ["session"], ["intended_list", "saved_code"], **quiet)
 
     publish_inputs = [*EDITED, "publish_repo", "publish_revision", "publish_token"]
     ui.on(ui["publish_preview"].click, preview, publish_inputs,

@@ -102,6 +102,8 @@ class Session:
     checks: list = field(default_factory=list)  # the last check results (rows of the Checks table)
     draft: str | None = None  # a drafted response template under review (not applied yet)
     draft_undo: str | None = None  # the response template an applied draft replaced
+    engines: dict = field(default_factory=dict)  # the last engines matrix: {engine: {case: cell}}
+    selected_check: int | None = None  # the row of the Checks table last clicked
     # The tokenizer of the model this visitor last ran (it splits their replays and counts their
     # prompt's tokens); None until they run a local model. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)
@@ -124,4 +126,5 @@ class Session:
         import copy
 
         return Session(copy.deepcopy(self.workspace, memo), self.last_prompt_html, copy.deepcopy(self.last_spec, memo),
-                       copy.deepcopy(self.last_run, memo), list(self.checks))
+                       copy.deepcopy(self.last_run, memo), list(self.checks), copy.deepcopy(self.engines, memo),
+                       self.selected_check)

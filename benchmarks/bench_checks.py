@@ -4,6 +4,8 @@ Target (issue 7): the streaming check with 200 random splits on a 10 KB output i
 reported as a ratio to one plain trace. The check streams the output in 1-character chunks, 8 fixed
 sizes and 200 seeded random splits, each through the playground's Trace and compared with one-shot
 parsing; both the whole check and its random-splits part are reported.
+Target (issue 12): every check on a preset (round trip, streaming, lints, and the engines matrix:
+MiniJinja twice and @huggingface/jinja under Node.js) in under 3 seconds, per preset.
 Run: `python -m benchmarks.bench_checks`."""
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import time
 from pathlib import Path
 
 from engine.cases import Case
+from engine.workspace import run_preset_checks
 from engine.checks.context import CheckContext, Sample
 from engine.checks.streaming import check_streaming
 from engine.response_spec import load_response_spec
@@ -74,6 +77,21 @@ def main(repeats: int = 3) -> dict[str, float]:
         shown = f"{value:,.0f}" if key.startswith(("output", "ratio")) else f"{value:,.2f}"
         print(f"{key:<{width}}  {shown}")
     print(f"{'under 2 seconds':<{width}}  {'yes' if check_t < 2 else 'NO'}")
+    rows.update(preset_checks(repeats))
+    return rows
+
+
+def preset_checks(repeats: int = 3) -> dict[str, float]:
+    """The whole check on each preset, as `python -m engine check --preset NAME` runs it (in process,
+    the engines included; the first run also starts Node.js's package cache)."""
+    from engine.presets import preset_names
+
+    run_preset_checks("blank")  # warm: imports, the npm package
+    rows = {}
+    for name in preset_names():
+        best = min(timed(run_preset_checks, name) for _ in range(repeats))
+        rows[f"whole check, preset {name} (s)"] = best
+        print(f"whole check on preset {name:<12} {best:5.2f} s  {'under 3 s' if best < 3 else 'OVER 3 s'}")
     return rows
 
 

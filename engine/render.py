@@ -17,9 +17,10 @@ import jinja2
 from transformers.utils.chat_template_utils import render_jinja_template
 
 from .diagnostics import Diagnostic, line_text
+from .error_place import runtime_error_column, syntax_error_place
 from .errors import log_failure, quoted
 from .sandbox import SandboxCrashed, SandboxTimeout, shared_pool
-from .transformers_compat import normalize_messages
+from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
@@ -138,7 +139,8 @@ def render(
             **kwargs,
         )
     except Exception as e:  # noqa: BLE001 - a template is untrusted code: any failure is the user's to see
-        return RenderResult(None, diagnostics=[template_error(e, template)], template_name=chosen)
+        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
+        return RenderResult(None, diagnostics=[template_error(e, template, variables)], template_name=chosen)
     prompt = rendered[0]
     if len(prompt) > MAX_PROMPT_CHARS:
         return RenderResult(
@@ -169,17 +171,30 @@ def _render_bounded(timeout: float, **kwargs: Any) -> RenderResult:
     return RenderResult(None, diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])
 
 
-def template_error(error: Exception, template: str) -> Diagnostic:
+def _variables(messages: Any, tools: Any, documents: Any, add_generation_prompt: bool, kwargs: dict) -> dict | None:
+    """What transformers handed the template (to render it again and find where it failed)."""
+    try:
+        plain_messages, plain_kwargs = template_inputs(messages, kwargs)
+        return {**plain_kwargs, "messages": plain_messages, "tools": plain_data(tools), "documents": plain_data(documents),
+                "add_generation_prompt": add_generation_prompt}  # fmt: skip
+    except Exception:  # noqa: BLE001 - then the column is found by name
+        return None
+
+
+def template_error(error: Exception, template: str, variables: dict | None = None) -> Diagnostic:
     """Turn an exception raised while compiling or rendering `template` into a diagnostic located at
-    the template line that caused it (Jinja's traceback frames carry template line numbers)."""
+    the template line that caused it (Jinja's traceback frames carry template line numbers) and the
+    column of the failing token (engine.error_place; for a runtime error, when `variables` are the
+    ones it was rendered with)."""
+    environment = compile_template("").environment  # transformers' environment, for its lexer and parser
     if isinstance(error, jinja2.TemplateSyntaxError):
-        line = error.lineno
+        line, column = syntax_error_place(environment, template, error)
         return Diagnostic(
             "error",
             f"Jinja syntax error: {error.message}",
             "chat_template",
             line=line,
-            column=_syntax_column(error.message or "", line_text(template, line)),
+            column=column,
             snippet=line_text(template, line),
             hint=_syntax_hint(error.message or ""),
         )
@@ -189,8 +204,8 @@ def template_error(error: Exception, template: str) -> Diagnostic:
             line = frame.lineno
     snippet = line_text(template, line)
     message, hint, needle = _describe_runtime_error(error)
-    column = None
-    if snippet is not None and needle:
+    column = runtime_error_column(environment, template, line, error, variables) if line and variables is not None else None
+    if column is None and snippet is not None and needle:
         found = snippet.find(needle)
         column = found + 1 if found >= 0 else None
     source = "case" if line is None and isinstance(error, (TypeError, ValueError)) else "chat_template"
@@ -221,18 +236,6 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
         # raise_exception(...) in the template: the author's own message, shown as written.
         return f"The template raised: {text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
     return f"{type(error).__name__}: {text}", None, None
-
-
-def _syntax_column(message: str, snippet: str | None) -> int | None:
-    """Jinja reports no column for syntax errors; find the quoted token it complains about."""
-    if not snippet:
-        return None
-    token = re.search(r"'([^']+)'", message)
-    if token:
-        found = snippet.find(token.group(1))
-        if found >= 0:
-            return found + 1
-    return None
 
 
 def _syntax_hint(message: str) -> str | None:

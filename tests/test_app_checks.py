@@ -29,7 +29,7 @@ def test_checks_run_on_a_preset_and_a_lint_points_at_its_line():
     summary, rows, diagnostics = run_checks_on(sess)
     assert "passed" in summary and rows
     statuses = {row[0] for row in rows}
-    assert statuses <= {"pass", "warn", "fail"} and "fail" not in statuses
+    assert statuses <= {"pass", "info", "warn", "fail"} and "fail" not in statuses
     names = {row[1] for row in rows}
     assert {"round_trip.message", "streaming"} <= names
     located = next(i for i, row in enumerate(rows) if row[3].startswith("chat_template:"))
@@ -79,3 +79,53 @@ def test_the_checks_tab_and_check_preset_pass_the_same_kwargs():
         summary, rows, _ = run_checks_on(sess)
         cli = run_preset_checks(name, random_splits=100)
         assert [(r[0], r[1], r[2]) for r in rows] == [(c.status, c.name, c.subject or "") for c in cli.checks]
+
+
+# ----- the engines matrix and "mark as intended" -----------------------------------------------------
+
+from app.checks_extras import mark_selected_intended, show_engine_cell, unmark_selected  # noqa: E402
+from app.state import decode_workspace  # noqa: E402
+from tests.test_app_support import CHATML  # noqa: E402
+
+# A newline after a block tag: transformers (trim_blocks) drops it, TGI's MiniJinja keeps it.
+DIFFERS_IN_TGI = CHATML.replace("{%- if add_generation_prompt -%}\n", "{%- if add_generation_prompt -%}\n{% if true %}\n{% endif %}\n")
+
+
+def test_the_engines_matrix_shows_every_case_and_a_cell_opens_the_difference():
+    sess = session()
+    out = run_all_checks(**edited(sess, DIFFERS_IN_TGI))
+    matrix = out["engines_table"]
+    assert [row[0] for row in matrix] == ["greeting", "thinking"]
+    assert matrix[0][1].startswith("≠ differs at ") and matrix[0][2] == "✓ identical" and matrix[0][3] == "✓ identical"
+    detail = show_engine_cell(sess, gr.SelectData(None, {"index": [0, 1], "value": "", "selected": True}))["engine_detail"]
+    assert "MiniJinja (TGI)" in detail and "case greeting" in detail and "differs at line" in detail and "⏎" in detail
+    assert show_engine_cell(sess, gr.SelectData(None, {"index": [0, 0], "value": "", "selected": True}))["engine_detail"] == ""
+
+
+def test_a_result_marked_as_intended_is_kept_in_the_workspace_and_the_share_link():
+    sess = session()
+    run_checks_on(sess, DIFFERS_IN_TGI)
+    row = next(i for i, c in enumerate(sess.checks) if c.name == "engines.minijinja-tgi")
+    assert sess.checks[row].status == "warn"
+    click(sess, row)
+    out = mark_selected_intended(sess, "we do not serve with TGI")
+    assert out["checks_table"][row][0] == "info" and "Intended: we do not serve with TGI" in out["checks_table"][row][4]
+    assert "engines.minijinja-tgi" in out["intended_list"]
+    shared, problem = decode_workspace(out["saved_code"])
+    assert problem is None and shared.round_trip_differences["engines.minijinja-tgi"] == "we do not serve with TGI"
+    # The next run reports it as intended, and it does not count as a warning.
+    before = sum(1 for c in sess.checks if c.status == "warn")
+    summary, rows, _ = run_checks_on(sess, DIFFERS_IN_TGI)
+    assert rows[row][0] == "info" and f"{before} warnings" in summary
+    click(sess, row)
+    assert "engines.minijinja-tgi" not in unmark_selected(sess)["intended_list"]
+    assert run_checks_on(sess, DIFFERS_IN_TGI)[1][row][0] == "warn"
+
+
+def test_only_a_warning_or_failure_can_be_marked():
+    sess = session()
+    run_checks_on(sess)
+    assert "Click a result first" in mark_selected_intended(sess, "")["intended_list"]
+    click(sess, next(i for i, c in enumerate(sess.checks) if c.status == "pass"))
+    assert "Only a warning or a failure" in mark_selected_intended(sess, "")["intended_list"]
+    assert sess.workspace.round_trip_differences == {}

@@ -35,8 +35,9 @@ def test_a_sound_pair_exits_0_and_prints_every_check_as_json(tmp_path: Path) -> 
     result = engine_process("check", *pair("--json", "--stop-token", "<|im_end|>", "--tokenizer", tmp_path / "tokenizer.json"))
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
-    assert set(data) == {"checks", "diagnostics"} and data["diagnostics"] == []
-    assert all(set(c) == {"name", "status", "details", "location", "subject"} and c["status"] == "pass" for c in data["checks"])
+    assert set(data) == {"checks", "diagnostics", "engines"} and data["diagnostics"] == []
+    assert all(set(c) == {"name", "status", "details", "location", "subject", "intended"} and c["status"] == "pass" for c in data["checks"])
+    assert {cell["status"] for row in data["engines"].values() for cell in row.values()} == {"identical"}
     streamed = [c for c in data["checks"] if c["name"] == "streaming"]
     assert streamed and all("token chunks" in c["details"] and "20 random splits" in c["details"] for c in streamed)
 

@@ -115,7 +115,9 @@ def test_load_precedence_and_contents():
     notes = [d.message for d in shadowed.diagnostics]
     assert shadowed.chat_template.startswith("{% for message in messages %}{{ message.role }}: ")
     assert any(n.startswith("tokenizer_config.json also holds a chat template") for n in notes)
-    assert any(n.startswith("chat_template.json also holds a chat template") for n in notes)
+    [legacy_note] = [d for d in shadowed.diagnostics if d.message.startswith("chat_template.json also holds a chat template")]
+    assert "a processor (AutoProcessor, as multimodal models load) reads chat_template.json first" in legacy_note.message
+    assert "ignores" not in legacy_note.message and legacy_note.severity in ("info", "warning")
 
 
 def test_load_at_a_revision_reads_that_commit(hub):

@@ -105,7 +105,47 @@ def test_syntax_error_has_line_and_column() -> None:
 
 def test_unclosed_block() -> None:
     [d] = render("{% if messages %}\nyes\n", MESSAGES).diagnostics
-    assert "endif" in (d.hint or "") and d.line is not None
+    assert "endif" in (d.hint or "") and (d.line, d.column) == (1, 1)  # the block that is never closed
+
+
+def place(template: str, messages: list = MESSAGES) -> tuple[int, int, str]:
+    """(line, column, the text from there) of the one diagnostic rendering `template` gives."""
+    [d] = render(template, messages).diagnostics
+    return d.line, d.column, template.splitlines()[d.line - 1][d.column - 1 :]
+
+
+@pytest.mark.parametrize(
+    "template, line, rest",
+    [
+        # Jinja reports these on the line after the broken tag; the author has to look here:
+        ("{%- for m in messages %}\n{{ m.content \n{%- endfor %}", 2, " "),
+        ("a\n{% if messages %}x{% endif %\nb", 2, " %"),
+        # One-line templates: the token, not the line.
+        ("{% for m in messages %}{{ m.content }{% endfor %}", 1, "}{% endfor %}"),
+        ("{% for m in messages %}{% if m.role == 'user' %}{{ m.content + }}{% endif %}{% endfor %}", 1, "}}{% endif %}{% endfor %}"),
+        ("{{ 'a' }}{{ \"unclosed }}", 1, '"unclosed }}'),
+    ],
+)
+def test_a_syntax_error_points_where_the_author_has_to_look(template: str, line: int, rest: str) -> None:
+    got_line, _, got_rest = place(template)
+    assert (got_line, got_rest) == (line, rest)
+
+
+def test_a_runtime_error_points_at_the_node_that_failed_on_a_one_line_template() -> None:
+    messages = [{"role": "user", "content": "Hi"}, {"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}]
+    # Three reads of `content` on one line; the second fails (the assistant message has none).
+    one_line = ("{% for m in messages %}{% if m.role == 'user' %}{{ m.content }}{% elif m.tool_calls %}"
+                "{{ m.content + '!' }}{% else %}{{ m.content }}{% endif %}{% endfor %}")  # fmt: skip
+    _, column, rest = place(one_line, messages)
+    assert rest.startswith("content + '!'") and column == one_line.index("m.content + '!'") + 3
+    # Two raise_exception calls: the one that ran.
+    raising = "{% if false %}{{ raise_exception('no') }}{% endif %}{% if messages %}{{ raise_exception('yes') }}{% endif %}"
+    _, column, rest = place(raising)
+    assert column == raising.rindex("raise_exception") + 1
+    # A type error: the start of the expression that failed, not the first name on the line.
+    typed = "{{ messages[0].content }}{{ messages[0].content ~ 'x' }}{{ messages[0].content + 1 }}"
+    _, column, rest = place(typed)
+    assert rest == "messages[0].content + 1 }}"
 
 
 def test_raise_exception_message_and_line() -> None:

@@ -24,6 +24,8 @@ from ..render import template_error
 from ..response_spec import load_response_spec
 from .chat_lints import check_chat_lints
 from .context import CheckContext, Sample, default_cases
+from .engines_matrix import engine_matrix
+from .fitting import fit_cases
 from .jinja_analysis import environment
 from .response_lints import check_response_lints
 from .results import CheckReport, CheckResult, Location, Status
@@ -31,7 +33,7 @@ from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
 from .streaming import check_streaming
 
-FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints")
+FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines")
 
 __all__ = [
     "FAMILIES",
@@ -40,6 +42,7 @@ __all__ = [
     "Location",
     "Sample",
     "Status",
+    "mark_intended",
     "run_checks",
 ]
 
@@ -69,7 +72,9 @@ def run_checks(
 
     `cases` default to built-in conversations fitted to what the chat template reads; `recordings`
     name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
-    are fields the chat template drops on purpose (a preset's), reported as documented, not as bugs."""
+    are the differences the author intends: a field the chat template drops on purpose (a preset's),
+    reported as documented, or a result's key (`name` or `name [subject]`, e.g. "engines.minijinja-tgi"),
+    reported as intended (`info`) instead of a warning or failure."""
     if timeout is not None:
         options = dict(locals())
         options.pop("timeout")
@@ -112,6 +117,10 @@ def run_checks(
     cases = list(cases or [])
     ctx.cases = [c for c in cases if _valid_case(c, report.diagnostics)] if cases else default_cases(ctx.fields)
     ctx.default_cases = not cases
+    if ctx.default_cases:
+        # Built-in conversations must not make a correct template fail: adapt them to what it requires.
+        ctx.cases, fitted = _guarded_pair("template.requires", lambda: fit_cases(ctx, ctx.cases), ctx.cases)
+        report.checks += fitted
     ctx.samples = _samples(ctx.cases, recordings or [], runs or [], report.diagnostics)
 
     try:
@@ -135,12 +144,26 @@ def run_checks(
         report.checks += _guarded("chat_lint", lambda: check_chat_lints(ctx))
     if "response_lints" in families:
         report.checks += _guarded("response_lint", lambda: check_response_lints(ctx))
+    if "engines" in families:
+        report.engines, engine_results = _guarded_pair("engines", lambda: engine_matrix(ctx), {})
+        report.checks += engine_results
     if ctx.default_cases:
         names = ", ".join(repr(c.name) for c in ctx.cases)
         for result in report.checks:
             if result.subject and result.subject.startswith(("case", "rendered turn")):
                 result.details += f"\n(built-in case{'s' if len(ctx.cases) > 1 else ''} {names}: give cases of your own to check with them)"
+    mark_intended(report, ctx.documented)
     return report
+
+
+def mark_intended(report: CheckReport, intended: dict[str, str]) -> None:
+    """Results the author marked as intended (by `name [subject]` or `name`) become `info`, with why."""
+    for result in report.checks:
+        why = intended.get(result.key, intended.get(result.name))
+        if why is not None and result.status in ("warn", "fail"):
+            result.intended = why
+            result.status = "info"
+            result.details = f"Intended: {why}\n{result.details}"
 
 
 def _run_bounded(timeout: float, options: dict) -> CheckReport:
@@ -161,6 +184,14 @@ def _guarded(name: str, run: Any, subject: str | None = None) -> list[CheckResul
         return run()
     except Exception as e:  # noqa: BLE001
         return [_crashed(name, e, subject)]
+
+
+def _guarded_pair(name: str, run: Any, fallback: Any) -> tuple[Any, list[CheckResult]]:
+    """`_guarded` for a step that returns (value, results)."""
+    try:
+        return run()
+    except Exception as e:  # noqa: BLE001
+        return fallback, [_crashed(name, e)]
 
 
 def _crashed(name: str, error: Exception, subject: str | None = None) -> CheckResult:

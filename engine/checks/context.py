@@ -133,6 +133,9 @@ class CheckContext:
         return out
 
 
+CALL_ID = "functions.get_weather:0"
+
+
 def default_cases(fields: TemplateFields | None) -> list[Case]:
     """Cases to check with when none are given: a plain conversation, and one with a tool call when the
     chat template reads tools. Assistant messages carry reasoning when the template reads it, so the
@@ -166,14 +169,16 @@ def default_cases(fields: TemplateFields | None) -> list[Case]:
                 },
             },
         }
-        call = {"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+        # Real conversations carry tool-call ids (servers assign them); this is the form Kimi K2 reads
+        # the function name back from. Templates with their own rule (Mistral's) get theirs by fitting.
+        call = {"role": "assistant", "tool_calls": [{"id": CALL_ID, "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
         cases.append(
             Case(
                 name="tool call",
                 messages=[
                     {"role": "user", "content": "What is the weather in Paris?"},
                     call,
-                    {"role": "tool", "content": "22 degrees and sunny", "name": "get_weather"},
+                    {"role": "tool", "content": "22 degrees and sunny", "name": "get_weather", "tool_call_id": CALL_ID},
                     {"role": "assistant", "content": "It is 22 degrees and sunny in Paris."},
                     {"role": "user", "content": "Thanks!"},
                 ],

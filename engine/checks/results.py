@@ -7,9 +7,11 @@ from typing import Literal
 
 from ..diagnostics import Diagnostic
 
-Status = Literal["pass", "warn", "fail"]
+# `info`: a fact worth knowing that is no problem (a matter of taste, what a template requires, an
+# engine that was not checked, a difference the author marked as intended); it never fails a run.
+Status = Literal["pass", "info", "warn", "fail"]
 # Worst first: the order a report is summarised in.
-SEVERITY = {"fail": 2, "warn": 1, "pass": 0}
+SEVERITY = {"fail": 3, "warn": 2, "info": 1, "pass": 0}
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,13 @@ class CheckResult:
     details: str
     location: Location | None = None
     subject: str | None = None
+    # Why the author says this result is intended (then the status is `info`); None otherwise.
+    intended: str | None = None
+
+    @property
+    def key(self) -> str:
+        """How an intended difference names this result: `name` or `name [subject]`."""
+        return f"{self.name} [{self.subject}]" if self.subject else self.name
 
     def to_dict(self) -> dict:
         return {
@@ -51,6 +60,7 @@ class CheckResult:
             "details": self.details,
             "location": self.location.to_dict() if self.location else None,
             "subject": self.subject,
+            "intended": self.intended,
         }
 
     def __str__(self) -> str:
@@ -69,13 +79,15 @@ class CheckReport:
 
     checks: list[CheckResult] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # {engine: {case: {"status": identical | differs | error | not checked, "details", ...}}}
+    engines: dict[str, dict[str, dict]] = field(default_factory=dict)
 
     @property
     def status(self) -> Status:
-        """The worst status; input errors count as a failure."""
+        """The worst status; input errors count as a failure. `info` counts as a pass."""
         worst: Status = "pass"
         for result in self.checks:
-            if SEVERITY[result.status] > SEVERITY[worst]:
+            if result.status != "info" and SEVERITY[result.status] > SEVERITY[worst]:
                 worst = result.status
         if any(d.severity == "error" for d in self.diagnostics):
             worst = "fail"
@@ -85,10 +97,11 @@ class CheckReport:
         return {
             "checks": [c.to_dict() for c in self.checks],
             "diagnostics": [d.to_dict() for d in self.diagnostics],
+            "engines": self.engines,
         }
 
     def counts(self) -> dict[str, int]:
-        out = {"pass": 0, "warn": 0, "fail": 0}
+        out = {"pass": 0, "info": 0, "warn": 0, "fail": 0}
         for result in self.checks:
             out[result.status] += 1
         return out

@@ -169,6 +169,8 @@ def _compare_turn(ctx: CheckContext, turn: Turn) -> tuple[list[str], list[str], 
             continue  # reported with the field it was renamed from
         documented = next((ctx.documented[n] for n in (name, renamed.get(name)) if n in ctx.documented), None)
         why = f"documented: {documented}" if documented is not None else dropped.get(name) if _missing(got) and name not in renamed else None
+        if why is None and _missing(got) and name not in renamed and _not_rendered_here(ctx, turn, name):
+            why = f"the chat template does not render `{name}` in this turn: the prompt is the same without it"
         if name in renamed:
             lines.append(f"{head}: `{name}` comes back as `{renamed[name]}`" + (f" ({why})." if why else "."))
         elif why is None:
@@ -187,6 +189,14 @@ def _compare_turn(ctx: CheckContext, turn: Turn) -> tuple[list[str], list[str], 
     elif bad:
         lines.append(rendered)
     return lines, bad, undocumented
+
+
+def _not_rendered_here(ctx: CheckContext, turn: Turn, name: str) -> bool:
+    """Whether the template writes the same text for this turn without field `name` (then no parser
+    can give it back: the template drops it here by design, e.g. reasoning kept only for later turns)."""
+    names = REASONING_FIELDS if name in REASONING_FIELDS else (name,)
+    without = {k: v for k, v in turn.message.items() if k not in names}
+    return _renders_same(ctx, turn, without)
 
 
 def _renders_same(ctx: CheckContext, turn: Turn, parsed: dict) -> bool:

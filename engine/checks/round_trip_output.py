@@ -20,8 +20,10 @@ from transformers.utils.chat_parsing import parse_response
 
 from ..diagnostics import line_col
 from ..trace import Segment, Trace
+from ..cases import Case
 from ..text import first_difference, indent_error, short, show_difference
 from .context import CheckContext, Sample
+from .fitting import variant as fit_variant
 from .round_trip import _longest_suffix_in
 from .results import CheckResult, Location
 
@@ -131,6 +133,13 @@ def _render_back(ctx: CheckContext, sample: Sample, message: dict):
     # With continue_final_message the last message was the prefill; the parsed message replaces it.
     history = case.messages[:-1] if case.continue_final_message else case.messages
     result = ctx.render(case, [*history, message], add_generation_prompt=False, continue_final_message=False)
+    if not result.ok and message.get("tool_calls") and not all(isinstance(c, dict) and c.get("id") for c in message["tool_calls"]):
+        # An OpenAI-compatible server gives every parsed tool call an id before the message goes back
+        # into a conversation; a template that requires ids (Mistral's) must be tried as it will be used.
+        with_ids = fit_variant("ids").apply(Case("parsed", [*history, message]), None).messages[-1]
+        again = ctx.render(case, [*history, with_ids], add_generation_prompt=False, continue_final_message=False)
+        if again.ok:
+            return again.prompt, None
     return (result.prompt, None) if result.ok else (None, result.diagnostics[0])
 
 

@@ -33,6 +33,11 @@ class Read:
     line: int
     column: int | None
     assistant: bool
+    # Read only to decide something (`{% if message.prefix %}`, `is defined`): a request flag, not a
+    # value the template writes into the prompt.
+    flag: bool = False
+    # In a branch known to run for assistant messages only (`{% if message.role == "assistant" %}`).
+    assistant_only: bool = False
 
 
 # A role constraint on a branch: roles it is limited to (None: any) and roles it excludes.
@@ -76,12 +81,14 @@ class TemplateFields:
         names = REASONING_FIELDS if name in REASONING_FIELDS else (name,)
         return any(n in self.anywhere for n in names)
 
-    def assistant_reads(self) -> dict[str, Read]:
-        """Fields read where the message may be the assistant's, with the first place each is read."""
+    def assistant_reads(self, values_only: bool = False) -> dict[str, Read]:
+        """Fields read where the message may be the assistant's, with the first place each is read.
+        `values_only` keeps the fields a model's turn can carry: written out (not only tested, like the
+        request flag `prefix`) in a branch known to be the assistant's (not `messages[0].current_date`)."""
         out: dict[str, Read] = {}
         for name, reads in self.message_reads.items():
             for read in reads:
-                if read.assistant:
+                if read.assistant and not (values_only and (read.flag or not read.assistant_only)):
                     out.setdefault(name, read)
                     break
         return out
@@ -112,6 +119,14 @@ class _FieldWalker:
         self.reads: dict[str, list[Read]] = defaultdict(list)
         self.anywhere: set[str] = set()
         self.whole: Read | None = None
+        self.testing = 0  # > 0 while visiting a condition
+
+    def visit_test(self, node: nodes.Node, roles: _Roles) -> None:
+        self.testing += 1
+        try:
+            self.visit(node, roles)
+        finally:
+            self.testing -= 1
 
     # ----- what a value is -------------------------------------------------------------------------
 
@@ -203,13 +218,13 @@ class _FieldWalker:
 
     def visit(self, node: nodes.Node, roles: _Roles) -> None:
         if isinstance(node, nodes.If):
-            self.visit(node.test, roles)
+            self.visit_test(node.test, roles)
             true, otherwise = self.condition(node.test)
             for child in node.body:
                 self.visit(child, _meet(roles, true))
             remaining = _meet(roles, otherwise)
             for branch in node.elif_:
-                self.visit(branch.test, remaining)
+                self.visit_test(branch.test, remaining)
                 b_true, b_false = self.condition(branch.test)
                 for child in branch.body:
                     self.visit(child, _meet(remaining, b_true))
@@ -218,7 +233,7 @@ class _FieldWalker:
                 self.visit(child, remaining)
             return
         if isinstance(node, nodes.CondExpr):
-            self.visit(node.test, roles)
+            self.visit_test(node.test, roles)
             true, otherwise = self.condition(node.test)
             self.visit(node.expr1, _meet(roles, true))
             if node.expr2 is not None:
@@ -230,7 +245,7 @@ class _FieldWalker:
                 self._whole(node.iter, roles)
             body_roles = roles
             if node.test is not None:
-                self.visit(node.test, roles)
+                self.visit_test(node.test, roles)
                 body_roles = _meet(roles, self.condition(node.test)[0])
             for child in [*node.body, *node.else_]:
                 self.visit(child, body_roles)
@@ -239,6 +254,11 @@ class _FieldWalker:
             for child in node.nodes:
                 if self.kind(child) == "message":
                     self._whole(child, roles)
+        if isinstance(node, nodes.Test):
+            self.visit_test(node.node, roles)  # `x is defined`: x is tested, not used
+            for child in [*node.args, *node.kwargs]:
+                self.visit(child, roles)
+            return
         self._record(node, roles)
         for child in node.iter_child_nodes():
             self.visit(child, roles)
@@ -277,7 +297,8 @@ class _FieldWalker:
                 self._whole(node, roles)
 
     def _read(self, name: str, line: int, column: int | None, roles: _Roles) -> None:
-        self.reads[name].append(Read(name, line, column, _allows_assistant(roles)))
+        only = roles[0] is not None and _allows_assistant(roles)
+        self.reads[name].append(Read(name, line, column, _allows_assistant(roles), flag=self.testing > 0, assistant_only=only))
 
     def _whole(self, node: nodes.Node, roles: _Roles) -> None:
         if self.whole is None:

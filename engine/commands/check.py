@@ -1,9 +1,9 @@
 """`python -m engine check (--preset NAME | --chat-template F --response-template F [--cases F]
 [--recordings F]) [--json]`: run every check (round trip, streaming, lints) for CI.
 
-Exit codes: 0 every check passes (warnings allowed unless --strict), 1 a check fails or an input has
-errors, 2 bad usage. `--json` prints {"checks": [{"name", "status", "details", "location", "subject"}],
-"diagnostics": [...]}."""
+Exit codes: 0 every check passes (warnings allowed unless --strict; notes never count), 1 a check
+fails or an input has errors, 2 bad usage. `--json` prints {"checks": [{"name", "status", "details",
+"location", "subject", "intended"}], "diagnostics": [...], "engines": {engine: {case: {"status", "details"}}}}."""
 
 from __future__ import annotations
 
@@ -35,11 +35,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--special-tokens", metavar="JSON",
                         help='e.g. \'{"bos_token": "<s>", "eos_token": "</s>"}\' (default: those of a tokenizer_config.json)')
     parser.add_argument("--template-kwargs", metavar="JSON", help='e.g. \'{"enable_thinking": false}\'')
+    parser.add_argument("--differences", metavar="FILE",
+                        help='JSON {"key": "why"}: differences you intend (a field the chat template drops on purpose, '
+                             'or a result such as "engines.minijinja-tgi" or "chat_lint.python_method"); also accepts '
+                             'a preset.json with "round_trip_differences"')
     parser.add_argument("--stop-token", action="append", default=[], metavar="TEXT",
                         help="text that ends the model's turn (repeatable; default: the eos token)")
     parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json: also stream the outputs token by token")
     parser.add_argument("--random-splits", type=int, default=200, metavar="N", help="random chunkings per output (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random chunkings (default 0)")
+    parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
+                        help="stop the checks after this long, e.g. on a template that loops (default 300)")
     parser.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
     parser.add_argument("--json", action="store_true", help='print {"checks": [...], "diagnostics": [...]}')
     parser.set_defaults(handler=run)
@@ -48,9 +54,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.random_splits < 0:
         raise UsageError("--random-splits must be 0 or more")
-    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer)}
+    if args.timeout <= 0:
+        raise UsageError("--timeout must be more than 0")
+    # The checks run in the killable worker: templates and regexes are untrusted code.
+    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer), "timeout": args.timeout}
     if args.stop_token:
         options["stop_tokens"] = args.stop_token
+    intended = _differences(args.differences) if args.differences else {}
     for flag, key in (("special_tokens", "special_tokens"), ("template_kwargs", "template_kwargs")):
         if getattr(args, flag) is not None:
             options[key] = json_object(getattr(args, flag), "--" + flag.replace("_", "-"))
@@ -66,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as e:
             report = CheckReport(diagnostics=[Diagnostic("error", str(e), "preset")])
             return _finish(args, report)
+        if intended:
+            options["round_trip_differences"] = {**preset.intended_differences(), **intended}
         report = run_preset_checks(preset, **options)
     else:
         if not args.response_template:
@@ -78,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         recordings = _recordings(args.recordings) if args.recordings else None
         if recordings and not cases:
             raise UsageError("--recordings needs --cases: each recording names the case whose prompt it continues")
-        report = run_checks(chat_template, response_text, cases, recordings, **options)
+        report = run_checks(chat_template, response_text, cases, recordings, round_trip_differences=intended, **options)
     if shift != (0, 0):
         report = _shift_locations(report, shift)
     return _finish(args, report)
@@ -91,10 +103,20 @@ def _finish(args: argparse.Namespace, report: CheckReport) -> int:
         for result in report.checks:
             print(result)
         counts = report.counts()
-        print(f"\n{counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed")
+        print(f"\n{counts['pass']} passed, {counts['info']} notes, {counts['warn']} warnings, {counts['fail']} failed")
     print_diagnostics(report.diagnostics)
     status = report.status
     return 1 if status == "fail" or (args.strict and status == "warn") else 0
+
+
+def _differences(path: str) -> dict[str, str]:
+    """The intended differences: {key: why}, or a preset.json's "round_trip_differences"."""
+    data = read_json(path)
+    if isinstance(data, dict) and isinstance(data.get("round_trip_differences"), dict):
+        data = data["round_trip_differences"]
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise UsageError(f'{path}: expected {{"field or check": "why it is intended", ...}}')
+    return data
 
 
 def _tokenizer(path: str | None):

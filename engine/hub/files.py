@@ -63,7 +63,8 @@ class TemplatesFound:
 def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True) -> TemplatesFound:
     """Read templates from a repo's files with transformers' precedence: `chat_template.jinja` and
     `additional_chat_templates/*.jinja` first, then a `chat_template` key in `tokenizer_config.json`
-    (a string, or a list of `{name, template}`), then a legacy `chat_template.json`."""
+    (a string, or a list of `{name, template}`), then a legacy `chat_template.json` (which processors
+    read first: a note says so when it is shadowed)."""
     diagnostics: list[Diagnostic] = []
     texts = {path: _decode(path, data, diagnostics) for path, data in files.items()}
     config = _json_file(texts, TOKENIZER_CONFIG, diagnostics)
@@ -91,7 +92,20 @@ def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True
             candidates.append(("chat_template.json", value))
 
     chat_template, origin = (candidates[0][1], candidates[0][0]) if candidates else (None, None)
-    for shadowed, _ in candidates[1:]:
+    for shadowed, value in candidates[1:]:
+        if shadowed == "chat_template.json":
+            # transformers 5.24's processors (AutoProcessor, `ProcessorMixin.get_processor_dict`)
+            # read a legacy chat_template.json *before* chat_template.jinja; only tokenizers ignore it.
+            same = value == chat_template
+            diagnostics.append(Diagnostic(
+                "info" if same else "warning",
+                f"chat_template.json also holds a chat template: the tokenizer uses {origin}, but a processor "
+                f"(AutoProcessor, as multimodal models load) reads chat_template.json first"
+                + (" (the same template here)." if same else ", and the two differ."),
+                "hub",
+                hint="Publishing writes chat_template.jinja and removes chat_template.json, so only one remains.",
+            ))  # fmt: skip
+            continue
         diagnostics.append(Diagnostic(
             "info",
             f"{shadowed} also holds a chat template; transformers ignores it because {origin} takes precedence.",

@@ -227,3 +227,35 @@ def test_a_share_link_reopens_the_same_state_byte_for_byte(page: Page, browser, 
         screenshot(fresh, "opened-share-link")
     finally:
         other.close()
+
+
+def test_the_engines_matrix_opens_a_cell_and_a_result_can_be_marked_as_intended(page: Page):
+    # SmolLM3's `{%- generation %}` does not compile in TGI's MiniJinja (TGI strips only `{% generation %}`).
+    pick(page, "preset-picker", "SmolLM3")
+    expect(page.locator("#chat-editor .cm-content")).to_contain_text("SmolLM3 (HuggingFaceTB/SmolLM3-3B)")
+    page.click('#tabs button[role=tab]:has-text("Checks")')
+    page.click("#checks-run")
+    matrix = page.locator("#engines-table")
+    expect(matrix).to_contain_text("✗ error", timeout=60_000)
+    matrix.get_by_role("gridcell").filter(has_text="✗ error").first.click()
+    detail = page.locator("#engine-detail")
+    expect(detail).to_contain_text("MiniJinja (TGI)")
+    expect(detail).to_contain_text("unknown statement generation")
+    screenshot(page, "engines-matrix")
+
+    table = page.locator("#checks-table")
+    # The table draws only the rows in view; the engines' results come last.
+    cell = table.get_by_role("gridcell").filter(has_text="engines.minijinja-tgi").first
+    for _ in range(40):
+        if cell.count():
+            break
+        table.get_by_role("gridcell").last.hover()
+        page.mouse.wheel(0, 600)
+        page.wait_for_timeout(150)
+    table.get_by_role("gridcell").filter(has_text="engines.minijinja-tgi").first.click()
+    expect(page.locator("#check-detail")).to_contain_text("engines.minijinja-tgi")
+    page.locator("#intend-why textarea, #intend-why input").first.fill("we serve with vLLM")
+    page.click("#intend-mark")
+    expect(page.locator("#intended-list")).to_contain_text("engines.minijinja-tgi")
+    expect(table.get_by_role("row").filter(has_text="engines.minijinja-tgi").first.get_by_role("gridcell").first).to_have_text("info")
+    assert shared_workspace(share(page)).round_trip_differences["engines.minijinja-tgi"] == "we serve with vLLM"

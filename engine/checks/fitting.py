@@ -1,0 +1,168 @@
+"""Built-in conversations that fit the template. Real templates insist on things a generic
+conversation does not have: Mistral wants tool-call ids of 9 alphanumerics, Gemma refuses a system
+message, Hermes and Command R+ need tools, Functionary wants arguments as a JSON string, QwQ reads
+`content` on a tool-call message. A built-in case the template refuses is adapted (the common
+variants are tried, fewest changes first) and what the template requires is reported as `info`.
+Only a conversation the author gave that does not render is a failure."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from itertools import combinations
+
+from ..cases import Case
+from ..diagnostics import Diagnostic
+from .context import CheckContext
+from .results import CheckResult
+
+NAME = "template.requires"
+# Tool-call ids as Mistral's templates demand them (9 alphanumerics); any template takes them.
+CALL_IDS = ("Ab3dE6gH9", "Jk2mN5pQ8", "Rs4tU7vW1", "Xy6zA9bC2")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way to adapt a conversation, and what needing it says about the template."""
+
+    name: str
+    requirement: str
+    apply: Callable[[Case, list[dict] | None], Case]
+
+
+def _calls(case: Case) -> list[dict]:
+    return [call for m in case.messages if m.get("role") == "assistant" for call in (m.get("tool_calls") or []) if isinstance(call, dict)]
+
+
+def _with_ids(case: Case, tools: list[dict] | None) -> Case:
+    messages = copy.deepcopy(case.messages)
+    ids = iter(CALL_IDS * 4)
+    pending: list[str] = []
+    for message in messages:
+        if message.get("role") == "assistant":
+            for call in message.get("tool_calls") or []:
+                call["id"] = next(ids)
+                pending.append(call["id"])
+        elif message.get("role") == "tool" and pending:
+            message["tool_call_id"] = pending.pop(0)
+    return replace(case, messages=messages)
+
+
+def _string_arguments(case: Case, tools: list[dict] | None) -> Case:
+    messages = copy.deepcopy(case.messages)
+    for message in messages:
+        for call in message.get("tool_calls") or []:
+            function = call.get("function", {})
+            if not isinstance(function.get("arguments"), str):
+                function["arguments"] = json.dumps(function.get("arguments", {}), ensure_ascii=False)
+    return replace(case, messages=messages)
+
+
+def _content_everywhere(case: Case, tools: list[dict] | None) -> Case:
+    messages = [m if "content" in m else {**m, "content": ""} for m in copy.deepcopy(case.messages)]
+    return replace(case, messages=messages)
+
+
+def _no_system(case: Case, tools: list[dict] | None) -> Case:
+    messages = copy.deepcopy(case.messages)
+    system = [m for m in messages if m.get("role") == "system"]
+    rest = [m for m in messages if m.get("role") != "system"]
+    if system and rest and rest[0].get("role") == "user":
+        rest[0]["content"] = "\n\n".join([*(str(m.get("content", "")) for m in system), str(rest[0].get("content", ""))])
+    return replace(case, messages=rest)
+
+
+def _with_tools(case: Case, tools: list[dict] | None) -> Case:
+    return case if case.tools or not tools else replace(case, tools=copy.deepcopy(tools))
+
+
+VARIANTS = (
+    Variant("tools", "needs tools to be offered (the built-in conversation without tools was refused)", _with_tools),
+    Variant("no_system", "refuses a system message (the built-in case's system prompt was moved into the first user message)", _no_system),
+    Variant("ids", f"requires tool-call ids of 9 alphanumerics (such as {CALL_IDS[0]!r}, as Mistral's templates demand)", _with_ids),
+    Variant("string_arguments", "requires tool-call arguments as a JSON string, not an object", _string_arguments),
+    Variant("content", "reads `content` on every message (a tool-call message needs one, even empty)", _content_everywhere),
+)
+
+
+def variant(name: str) -> Variant:
+    return next(v for v in VARIANTS if v.name == name)
+
+
+def _applicable(case: Case, tools: list[dict] | None) -> list[Variant]:
+    out = []
+    for variant in VARIANTS:
+        if variant.name == "tools" and (case.tools or not tools):
+            continue
+        if variant.name == "no_system" and not any(m.get("role") == "system" for m in case.messages):
+            continue
+        if variant.name in ("ids", "string_arguments") and not _calls(case):
+            continue
+        if variant.name == "content" and all("content" in m for m in case.messages):
+            continue
+        out.append(variant)
+    return out
+
+
+def render_problem(ctx: CheckContext, case: Case) -> Diagnostic | None:
+    """The first render the checks need that fails for this case (None: the case fits): the whole
+    conversation, and every assistant turn with and without what precedes it."""
+    attempts = [(case.messages, case.add_generation_prompt)]
+    for index, message in enumerate(case.messages):
+        if message.get("role") == "assistant":
+            attempts.append((case.messages[: index + 1], False))
+            if index:
+                attempts.append((case.messages[:index], True))
+    for messages, generation_prompt in attempts:
+        result = ctx.render(case, messages, add_generation_prompt=generation_prompt, continue_final_message=False)
+        if not result.ok:
+            return result.diagnostics[0] if result.diagnostics else Diagnostic("error", "unknown error", "chat_template")
+    return None
+
+
+def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[CheckResult]]:
+    """The built-in cases, each adapted until the template renders it, and `info` results saying
+    what the template requires. A case no variant fits is left out, with why."""
+    tools = next((c.tools for c in cases if c.tools), None)
+    fitted: list[Case] = []
+    results: list[CheckResult] = []
+    for case in cases:
+        problem = render_problem(ctx, case)
+        if problem is None:
+            fitted.append(case)
+            continue
+        found = _search(ctx, case, tools)
+        if found is not None:
+            adapted, used = found
+            fitted.append(adapted)
+            for variant in used:
+                results.append(CheckResult(
+                    NAME, "info",
+                    f"The chat template {variant.requirement}. Built-in case {case.name!r} was adapted; it first "
+                    f"failed with: {problem.message}",
+                    subject=f"case {case.name!r}",
+                ))  # fmt: skip
+            continue
+        # Not a judgement on the template: a generic conversation may simply not be one it is for.
+        results.append(CheckResult(
+            NAME, "info",
+            f"Built-in case {case.name!r} does not fit this chat template, even adapted ({problem.message}); it is "
+            "left out. Give cases of your own (--cases) to check with conversations the template accepts.",
+            subject=f"case {case.name!r}",
+        ))  # fmt: skip
+    return fitted, results
+
+
+def _search(ctx: CheckContext, case: Case, tools: list[dict] | None) -> tuple[Case, tuple[Variant, ...]] | None:
+    """The smallest combination of variants under which the case renders."""
+    variants = _applicable(case, tools)
+    for size in range(1, len(variants) + 1):
+        for combo in combinations(variants, size):
+            adapted = case
+            for variant in combo:
+                adapted = variant.apply(adapted, tools)
+            if render_problem(ctx, adapted) is None:
+                return adapted, combo
+    return None

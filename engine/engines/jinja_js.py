@@ -1,0 +1,109 @@
+"""@huggingface/jinja (what transformers.js and the Hub's own pages render chat templates with), run
+under Node.js. The npm package is installed once into a cache folder (`.cache/engines/` in the
+repository, or `$PLAYGROUND_ENGINES_CACHE`); where Node.js or the package is missing, the engine is
+reported as not checked, never as a failure.
+
+One Node.js process renders a whole batch (starting it costs ~0.1 s); it is killed when it overruns
+its time, and its heap is capped."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+PACKAGE = "@huggingface/jinja"
+VERSION = "0.5.11"
+SCRIPT = Path(__file__).with_name("render_jinja_js.mjs")
+# Node's heap for one batch: chat templates need a few MB; a template building huge strings stops here.
+HEAP_MB = 256
+INSTALL_TIMEOUT = 180.0
+
+_lock = threading.Lock()
+_status: dict[str, str | None] = {}
+
+
+def cache_dir() -> Path:
+    default = Path(__file__).resolve().parents[2] / ".cache" / "engines"
+    return Path(os.environ.get("PLAYGROUND_ENGINES_CACHE", default))
+
+
+def module_path() -> Path:
+    return cache_dir() / "node_modules" / "@huggingface" / "jinja" / "dist" / "index.js"
+
+
+def _installed_version() -> str | None:
+    try:
+        return json.loads((module_path().parent.parent / "package.json").read_text()).get("version")
+    except (OSError, ValueError):
+        return None
+
+
+def unavailable() -> str | None:
+    """Why this engine cannot run here (None when it can). Installs the package on first use."""
+    with _lock:
+        key = str(cache_dir())
+        if key not in _status:
+            _status[key] = _prepare()
+        return _status[key]
+
+
+def _prepare() -> str | None:
+    if shutil.which("node") is None:
+        return "not checked: Node.js not found"
+    if _installed_version() == VERSION:
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return f"not checked: {PACKAGE} is not installed and npm was not found"
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    # Several processes (test workers, app workers) may start at once: one installs, the others wait.
+    with open(folder / ".install-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _installed_version() == VERSION:
+            return None
+        try:
+            done = subprocess.run(
+                [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-package-lock",
+                 "--loglevel=error", f"{PACKAGE}@{VERSION}"],
+                capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return f"not checked: installing {PACKAGE} failed ({type(e).__name__})"
+    if done.returncode != 0 or _installed_version() != VERSION:
+        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"not checked: installing {PACKAGE} failed ({last})"
+    return None
+
+
+def install() -> str | None:
+    """Install the package now (what `.ci/run` and the app's launch call); returns why not, or None."""
+    return unavailable()
+
+
+def render(jobs: list[tuple[str, dict]], max_chars: int, timeout: float) -> list[tuple[str | None, str | None]]:
+    """Render each (source, context): (text, None) or (None, the engine's error message). The caller
+    has checked `unavailable()`."""
+    request = {"module": str(module_path()), "max_chars": max_chars, "jobs": [{"source": s, "context": c} for s, c in jobs]}
+    try:
+        done = subprocess.run(
+            ["node", f"--max-old-space-size={HEAP_MB}", str(SCRIPT)],
+            input=json.dumps(request, ensure_ascii=False), capture_output=True, text=True, timeout=timeout,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return [(None, f"stopped: rendering took longer than {timeout:g} s (a loop?)")] * len(jobs)
+    except OSError as e:
+        return [(None, f"Node.js could not start: {e}")] * len(jobs)
+    try:
+        results = json.loads(done.stdout)
+    except ValueError:
+        last = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        if "heap out of memory" in done.stderr:
+            last = "stopped: the template used more memory than allowed"
+        return [(None, last)] * len(jobs)
+    return [(r.get("text"), r.get("error")) for r in results]

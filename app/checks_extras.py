@@ -11,6 +11,7 @@ import gradio as gr
 from engine.checks import CheckReport, mark_intended
 from engine.engines import ENGINES, LABELS
 
+from .check_list import checks_html
 from .highlight import esc
 from .state import Session, encode_workspace
 
@@ -64,10 +65,6 @@ def intended_html(session: Session) -> str:
     return f'<div class="intended-list"><b>Intended differences</b> (kept in this workspace and its share link)<ul>{shown}</ul></div>'
 
 
-def _table(session: Session) -> list[list[str]]:
-    return [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in session.checks]
-
-
 def mark_selected_intended(session: Session, intend_why: str) -> dict[str, Any]:
     """"Mark as intended" on the result last clicked: the workspace keeps it (by `name [subject]`),
     and the result is shown as intended at once, as the next run will report it."""
@@ -80,7 +77,7 @@ def mark_selected_intended(session: Session, intend_why: str) -> dict[str, Any]:
     why = (intend_why or "").strip() or DEFAULT_WHY
     session.workspace.round_trip_differences[result.key] = why
     mark_intended(CheckReport(checks=[result]), {result.key: why})
-    return {"intended_list": intended_html(session), "checks_table": _table(session), "intend_why": "",
+    return {"intended_list": intended_html(session), "checks_list": checks_html(session.checks, index), "intend_why": "",
             "saved_code": encode_workspace(session.workspace)}  # fmt: skip
 
 

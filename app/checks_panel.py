@@ -11,6 +11,7 @@ import gradio as gr
 
 from engine.cases import Case
 
+from .check_list import checks_html, ordered
 from .checks_extras import engine_rows, intended_html
 from .highlight import diagnostics_html, esc
 from .state import Session
@@ -22,40 +23,25 @@ NOTE = (
     "in the engines that serve models (**engines**, **lints**). They run on the templates, cases and "
     "recordings you are editing, plus the last run. Notes (info) never fail; a result you mark as intended neither."
 )
-HEADERS = ["status", "check", "subject", "where", "details"]
 # The checks render and stream every case and output many times; a minute is far more than they need.
 CHECKS_TIMEOUT = 60.0
-EDITOR_IDS = {"chat_template": "chat-editor", "response_template": "response-editor", "case": "messages-editor"}
-
-# Clicking a row: switch to the Playground tab and scroll the editor to the line (CodeMirror only
-# renders lines near the viewport, so scroll proportionally first, then to the line's gutter).
-JUMP_JS = """(where) => {
-  if (!where) return;
-  const [source, lineText] = where.split(':');
-  const ids = %s;
-  const line = parseInt(lineText || '0', 10);
-  const id = ids[source];
-  if (!id || !line) return;
-  const tab = [...document.querySelectorAll('#tabs button[role=tab]')].find(b => b.textContent.trim() === 'Playground');
-  if (tab) tab.click();
-  setTimeout(() => {
-    const root = document.getElementById(id);
-    if (!root) return;
-    root.scrollIntoView({block: 'center'});
-    const scroller = root.querySelector('.cm-scroller');
-    const total = parseInt([...root.querySelectorAll('.cm-gutterElement')].pop()?.textContent || '1', 10);
-    const find = () => [...root.querySelectorAll('.cm-lineNumbers .cm-gutterElement')].find(g => g.textContent.trim() === String(line));
-    if (!find() && scroller) scroller.scrollTop = scroller.scrollHeight * (line - 1) / Math.max(total, line);
-    setTimeout(() => {
-      const gutter = find();
-      if (!gutter || !scroller) return;
-      scroller.scrollTop += gutter.getBoundingClientRect().top - scroller.getBoundingClientRect().top - scroller.clientHeight / 3;
-      root.dataset.jumpedTo = String(line);
-    }, 150);
-  }, 250);
-}""" % EDITOR_IDS
-
-
+# The list's own script: a click on a result selects it (the server hears its index, for "mark as
+# intended"); a click on its "→ line" button jumps to that line in the editor (app/page.js).
+PICK_JS = """
+element.addEventListener('click', (event) => {
+  const row = event.target.closest('.check-row');
+  if (!row) return;
+  for (const r of element.querySelectorAll('.check-row.selected')) r.classList.remove('selected');
+  row.classList.add('selected');
+  trigger('click', {index: row.dataset.index});
+  const jump = event.target.closest('.check-jump');
+  if (jump && window.playgroundJump) {
+    const name = row.querySelector('.check-name').textContent;
+    const details = row.querySelector('.check-details').textContent;
+    window.playgroundJump(jump.dataset.source, parseInt(jump.dataset.line, 10), `${name}: ${details}`);
+  }
+});
+"""
 def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The "Run all checks" button: the summary, the table rows and the diagnostics."""
     sync(session, chat_template, response_template, form_case, form)
@@ -67,37 +53,41 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
     # The checks render and parse the author's templates many times: in the killable worker, so a
     # runaway template (or a catastrophic regex) cannot hold the server.
     report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)
-    session.checks, session.engines, session.selected_check = report.checks, report.engines, None
-    extras = {"engines_table": engine_rows(report.engines), "engine_detail": "", "intended_list": intended_html(session)}
+    session.checks, session.engines, session.selected_check = ordered(report.checks), report.engines, None
+    extras = {"engines_table": engine_rows(report.engines), "engine_detail": "", "intended_list": intended_html(session),
+              "check_detail": ""}  # fmt: skip
     if not report.checks:
         summary = f'<div class="checks-summary fail"><b>FAIL</b> · {esc(report.diagnostics[0].message) if report.diagnostics else "No checks ran."}</div>'
-        return {"checks_summary": summary, "checks_table": [], "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
+        return {"checks_summary": summary, "checks_list": "", "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
     counts = report.counts()
     worst = report.status
     summary = (
         f'<div class="checks-summary {worst}"><b>{esc(worst.upper())}</b> · '
-        f'{counts["pass"]} passed · {counts["info"]} notes · {counts["warn"]} warnings · {counts["fail"]} failed'
-        "<span class=\"sub\"> · click a row to see the line it points at</span></div>"
+        f'{counts["fail"]} failed · {counts["warn"]} warnings · {counts["info"]} notes · {counts["pass"]} passed'
+        "<span class=\"sub\"> · click a result to select it; → jumps to its line</span></div>"
     )
-    rows = [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in report.checks]
-    return {"checks_summary": summary, "checks_table": rows, "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
+    return {"checks_summary": summary, "checks_list": checks_html(session.checks), "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
 
 
-def show_location(session: Session, evt: gr.SelectData) -> dict[str, str]:
-    """A row was clicked: the result's details and the lines around where it points; also the
-    `source:line` the page's script scrolls that editor to."""
-    row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
-    if not isinstance(row, int) or not 0 <= row < len(session.checks):
-        return {"check_detail": "", "check_jump": ""}
+def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:
+    """A result was clicked (the list's script sends its index): select it (for "mark as
+    intended") and show the lines around where it points."""
+    try:
+        row = int((evt._data or {}).get("index"))
+    except (TypeError, ValueError, AttributeError):
+        row = -1
+    if not 0 <= row < len(session.checks):
+        session.selected_check = None
+        return {"check_detail": ""}
     session.selected_check = row
     result = session.checks[row]
-    head = f'<div class="check-detail"><b>{esc(result.name)}</b> {esc(result.subject or "")}<pre>{esc(result.details)}</pre></div>'
+    head = f'<div class="check-detail"><b>{esc(result.name)}</b> {esc(result.subject or "")}</div>'
     location = result.location
     if location is None or location.line is None:
-        return {"check_detail": head, "check_jump": ""}
+        return {"check_detail": head}
     text = _source_text(session, location.source)
     if text is None:
-        return {"check_detail": head, "check_jump": ""}
+        return {"check_detail": head}
     lines = text.splitlines()
     first, last = max(1, location.line - 3), min(len(lines), location.line + 3)
     shown = []
@@ -109,7 +99,7 @@ def show_location(session: Session, evt: gr.SelectData) -> dict[str, str]:
             shown.append(f'<div class="caret-line"><span class="ln"></span>{" " * (location.column - 1)}^</div>')
     where = f"{location.source.replace('_', ' ')}, line {location.line}" + (f", column {location.column}" if location.column else "")
     detail = head + f'<div class="check-where">{esc(where)}</div><div class="check-lines">{"".join(shown)}</div>'
-    return {"check_detail": detail, "check_jump": f"{location.source}:{location.line}"}
+    return {"check_detail": detail}
 
 
 def _source_text(session: Session, source: str) -> str | None:
@@ -127,9 +117,7 @@ def build_checks_tab() -> dict[str, Any]:
     run = gr.Button("Run all checks", variant="primary", elem_id="checks-run")
     summary = gr.HTML(elem_id="checks-summary")
     diagnostics = gr.HTML(elem_id="checks-diagnostics")
-    table = gr.Dataframe(headers=HEADERS, datatype=["str"] * 5, interactive=False, wrap=True, elem_id="checks-table",
-                         column_widths=["70px", "200px", "200px", "150px", "auto"], max_height=560)  # fmt: skip
+    results = gr.HTML(elem_id="checks-list", js_on_load=PICK_JS)
     detail = gr.HTML(elem_id="check-detail")
-    jump = gr.Textbox(visible=False)
-    return dict(checks_run=run, checks_summary=summary, checks_diagnostics=diagnostics, checks_table=table,
-                check_detail=detail, check_jump=jump)
+    return dict(checks_run=run, checks_summary=summary, checks_diagnostics=diagnostics, checks_list=results,
+                check_detail=detail)

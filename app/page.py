@@ -26,7 +26,7 @@ from . import draft_panel as drafts
 from . import run_panel as runs
 from .case_form import FORM_FIELDS, CaseForm, save_form
 from .checks_extras import build_checks_extras, mark_selected_intended, show_engine_cell, unmark_selected
-from .checks_panel import JUMP_JS, build_checks_tab, run_all_checks, show_location
+from .checks_panel import build_checks_tab, pick_check, run_all_checks
 from .editors import build_editors
 from .highlight import diagnostics_html, field_classes, legend_html
 from .prompt_panel import build_prompt_panel
@@ -191,7 +191,10 @@ def build() -> gr.Blocks:
     laptop. Details (the case's JSON, run options, events, step-through) follow below."""
     ui = Wiring()
     with gr.Blocks(title="Template playground", fill_width=True, elem_id="playground") as page:
-        ui.add(session=gr.State(Session.empty), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
+        # A value, not a function: Gradio deep-copies it for each session. A function would also be
+        # called by a load event of its own on every page load, racing the page's own load (which
+        # restores a share link or saved state) and sometimes replacing what it restored.
+        ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.HTML(header_html(), elem_id="header", min_width=300)
             with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
@@ -290,13 +293,12 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
 
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,
-          ["checks_summary", "checks_table", "checks_diagnostics", "engines_table", "engine_detail", "intended_list"],
+          ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"],
           concurrency_limit=4)
-    jump = ui.on(ui["checks_table"].select, show_location, ["session"], ["check_detail", "check_jump"], show_progress="hidden")
-    ui.on(jump.then, None, ["check_jump"], [], js=JUMP_JS)
+    ui.on(ui["checks_list"].click, pick_check, ["session"], ["check_detail"], show_progress="hidden")
     ui.on(ui["engines_table"].select, show_engine_cell, ["session"], ["engine_detail"], show_progress="hidden")
     ui.on(ui["intend_mark"].click, mark_selected_intended, ["session", "intend_why"],
-          ["intended_list", "checks_table", "intend_why", "saved_code"], **quiet)
+          ["intended_list", "checks_list", "intend_why", "saved_code"], **quiet)
     ui.on(ui["intend_unmark"].click, unmark_selected, ["session"], ["intended_list", "saved_code"], **quiet)
 
     publish_inputs = [*EDITED, "publish_repo", "publish_revision", "publish_token"]

@@ -89,7 +89,7 @@ def _stats_html(settings: RunSettings | None, tokens: int, seconds: float, first
         rate, first = "instant replay", "–"  # no pace: a rate would only measure this server
     cells = [
         ("status", state), ("tokens", f"{tokens:,}"), ("tokens/s", rate),
-        ("time to first region", first), ("elapsed", f"{seconds:.2f} s"), ("chunks", f"{chunks:,}"), ("events", f"{events:,}"),
+        ("first region", first), ("elapsed", f"{seconds:.2f} s"), ("chunks", f"{chunks:,}"), ("events", f"{events:,}"),
     ]  # fmt: skip
     return '<div class="stats">' + "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in cells) + "</div>"
 

@@ -13,11 +13,12 @@ carries a token or an API key, which are not part of the workspace at all.
 from __future__ import annotations
 
 import base64
+import copy
 import binascii
 import json
 import threading
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.diagnostics import Diagnostic
@@ -116,15 +117,11 @@ class Session:
     @classmethod
     def empty(cls) -> Session:
         """A new session holds the default preset: what the page shows before its load event fills
-        it in. Gradio can create a session's state separately for events that race at page start
-        (the load, and a first click or edit); every copy must then be a workspace the page agrees with."""
+        it in (the page's `gr.State` holds one, which Gradio deep-copies for each session)."""
         return cls(default_workspace())
 
     def __deepcopy__(self, memo: dict) -> Session:
         # Gradio copies a state's initial value per session; a stop Event cannot be copied (and
         # must never be shared), nor is a tokenizer ever shared: a copy starts without either.
-        import copy
-
-        return Session(copy.deepcopy(self.workspace, memo), self.last_prompt_html, copy.deepcopy(self.last_spec, memo),
-                       copy.deepcopy(self.last_run, memo), list(self.checks), copy.deepcopy(self.engines, memo),
-                       self.selected_check)
+        kept = {f.name: copy.deepcopy(getattr(self, f.name), memo) for f in fields(self) if f.name not in ("stop", "tokenizer")}
+        return Session(**kept)

@@ -1,11 +1,13 @@
-"""The Checks tab: every check on the edited templates (plus the last run), a pass/warn/fail table,
-and the line a clicked result points at."""
+"""The Checks tab: every check on the edited templates (plus the last run), what needs attention
+first (passes folded), and the line a clicked result points at."""
 
 from __future__ import annotations
 
+import html
+
 import gradio as gr
 
-from app.checks_panel import run_all_checks, show_location
+from app.checks_panel import pick_check, run_all_checks
 from app.page import pick_preset
 from app.run_stream import stream_run
 from app.state import Session
@@ -14,13 +16,18 @@ from tests.test_app_support import edited, session
 
 
 def run_checks_on(sess: Session, chat: str | None = None) -> tuple:
+    """The summary, the results as rows (status, name, subject, where, details: the session's
+    results, in the order the list shows them) and the diagnostics; the list's HTML is checked too."""
     out = run_all_checks(**edited(sess, chat))
-    return out["checks_summary"], out["checks_table"], out["checks_diagnostics"]
+    rows = [[c.status, c.name, c.subject or "", str(c.location) if c.location else "", c.details] for c in sess.checks]
+    for index, result in enumerate(sess.checks):
+        assert f'data-index="{index}"' in out["checks_list"] and html.escape(result.name) in out["checks_list"]
+    return out["checks_summary"], rows, out["checks_diagnostics"]
 
 
-def click(sess: Session, row: int) -> tuple[str, str]:
-    out = show_location(sess, gr.SelectData(None, {"index": [row, 0], "value": "", "selected": True}))
-    return out["check_detail"], out["check_jump"]
+def click(sess: Session, row: int) -> str:
+    """A click on result `row` of the list (its script sends the index as event data)."""
+    return pick_check(sess, gr.EventData(None, {"index": str(row)}))["check_detail"]
 
 
 def test_checks_run_on_a_preset_and_a_lint_points_at_its_line():
@@ -33,11 +40,28 @@ def test_checks_run_on_a_preset_and_a_lint_points_at_its_line():
     names = {row[1] for row in rows}
     assert {"round_trip.message", "streaming"} <= names
     located = next(i for i, row in enumerate(rows) if row[3].startswith("chat_template:"))
-    detail, jump = click(sess, located)
+    detail = click(sess, located)
     line = int(rows[located][3].split(":")[1])
-    assert jump == f"chat_template:{line}"
+    assert sess.selected_check == located
     assert f'<div class="hit"><span class="ln">{line}</span>' in detail
     assert "chat template, line" in detail
+
+
+def test_results_that_need_attention_come_first_and_passes_are_folded():
+    from app.check_list import checks_html
+
+    sess = Session.empty()
+    pick_preset(sess, "smollm3")
+    run_checks_on(sess)
+    statuses = [c.status for c in sess.checks]
+    order = {"fail": 0, "warn": 1, "info": 2, "pass": 3}
+    assert statuses == sorted(statuses, key=order.get) and "warn" in statuses and statuses[0] == "warn"
+    listed = checks_html(sess.checks)
+    first_warning, folded = listed.index('class="check-row warn"'), listed.index('<details class="passed">')
+    assert first_warning < folded and listed.count('class="check-row pass"') == statuses.count("pass")
+    assert f"{statuses.count('pass')} passed</summary>" in listed
+    located = next(c for c in sess.checks if c.location and c.location.line)
+    assert f'data-line="{located.location.line}"' in listed  # its jump button
 
 
 def test_the_last_run_is_checked_too():
@@ -56,7 +80,7 @@ def test_a_broken_template_is_reported_not_raised():
 
 def test_clicking_outside_the_results_shows_nothing():
     sess = session()
-    assert click(sess, 5) == ("", "")
+    assert click(sess, 500) == "" and sess.selected_check is None
 
 
 def test_checks_on_a_runaway_template_stop_with_a_message(monkeypatch):
@@ -78,7 +102,8 @@ def test_the_checks_tab_and_check_preset_pass_the_same_kwargs():
         pick_preset(sess, name)
         summary, rows, _ = run_checks_on(sess)
         cli = run_preset_checks(name, random_splits=100)
-        assert [(r[0], r[1], r[2]) for r in rows] == [(c.status, c.name, c.subject or "") for c in cli.checks]
+        shown = sorted((r[0], r[1], r[2]) for r in rows)
+        assert shown == sorted((c.status, c.name, c.subject or "") for c in cli.checks)
 
 
 # ----- the engines matrix and "mark as intended" -----------------------------------------------------
@@ -109,17 +134,20 @@ def test_a_result_marked_as_intended_is_kept_in_the_workspace_and_the_share_link
     assert sess.checks[row].status == "warn"
     click(sess, row)
     out = mark_selected_intended(sess, "we do not serve with TGI")
-    assert out["checks_table"][row][0] == "info" and "Intended: we do not serve with TGI" in out["checks_table"][row][4]
+    assert sess.checks[row].status == "info" and "Intended: we do not serve with TGI" in sess.checks[row].details
+    assert f'class="check-row info selected" data-index="{row}"' in out["checks_list"]
     assert "engines.minijinja-tgi" in out["intended_list"]
     shared, problem = decode_workspace(out["saved_code"])
     assert problem is None and shared.round_trip_differences["engines.minijinja-tgi"] == "we do not serve with TGI"
     # The next run reports it as intended, and it does not count as a warning.
     before = sum(1 for c in sess.checks if c.status == "warn")
     summary, rows, _ = run_checks_on(sess, DIFFERS_IN_TGI)
+    row = next(i for i, c in enumerate(sess.checks) if c.name == "engines.minijinja-tgi")
     assert rows[row][0] == "info" and f"{before} warnings" in summary
     click(sess, row)
     assert "engines.minijinja-tgi" not in unmark_selected(sess)["intended_list"]
-    assert run_checks_on(sess, DIFFERS_IN_TGI)[1][row][0] == "warn"
+    run_checks_on(sess, DIFFERS_IN_TGI)
+    assert next(c for c in sess.checks if c.name == "engines.minijinja-tgi").status == "warn"
 
 
 def test_only_a_warning_or_failure_can_be_marked():

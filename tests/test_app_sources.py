@@ -3,6 +3,7 @@ page load; and the page itself (every panel filled from one workspace, one state
 
 from __future__ import annotations
 
+import copy
 import json
 
 import gradio as gr
@@ -127,6 +128,11 @@ def test_pick_recording_shows_its_case():
 def test_the_page_builds_with_one_state_per_session():
     blocks = page.build()
     states = [b for b in blocks.blocks.values() if isinstance(b, gr.State)]
-    assert len(states) == 1 and callable(states[0].value)
-    first, second = states[0].value(), states[0].value()
-    assert first is not second and first.workspace is not second.workspace
+    # A value (deep-copied per session), not a function: Gradio would run a function as a load event
+    # of its own, racing the page's load and replacing the state it restored (a share link).
+    assert len(states) == 1 and isinstance(states[0].value, Session)
+    writes_state = [d for d in blocks.config["dependencies"] if states[0]._id in d["outputs"]]
+    assert writes_state == []  # nothing replaces a session's state, in particular no load event
+    first, second = copy.deepcopy(states[0].value), copy.deepcopy(states[0].value)
+    assert first is not second and first.workspace is not second.workspace and first.workspace.cases is not second.workspace.cases
+    assert first.workspace.preset == "smollm3" and first.stop is None

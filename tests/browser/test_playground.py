@@ -243,19 +243,11 @@ def test_the_engines_matrix_opens_a_cell_and_a_result_can_be_marked_as_intended(
     expect(detail).to_contain_text("unknown statement generation")
     screenshot(page, "engines-matrix")
 
-    table = page.locator("#checks-table")
-    # The table draws only the rows in view; the engines' results come last.
-    cell = table.get_by_role("gridcell").filter(has_text="engines.minijinja-tgi").first
-    for _ in range(40):
-        if cell.count():
-            break
-        table.get_by_role("gridcell").last.hover()
-        page.mouse.wheel(0, 600)
-        page.wait_for_timeout(150)
-    table.get_by_role("gridcell").filter(has_text="engines.minijinja-tgi").first.click()
+    row = page.locator(".check-row").filter(has=page.locator(".check-name", has_text="engines.minijinja-tgi")).first
+    row.click()
     expect(page.locator("#check-detail")).to_contain_text("engines.minijinja-tgi")
     page.locator("#intend-why textarea, #intend-why input").first.fill("we serve with vLLM")
     page.click("#intend-mark")
     expect(page.locator("#intended-list")).to_contain_text("engines.minijinja-tgi")
-    expect(table.get_by_role("row").filter(has_text="engines.minijinja-tgi").first.get_by_role("gridcell").first).to_have_text("info")
+    expect(row.locator(".check-status")).to_have_text("info")
     assert shared_workspace(share(page)).round_trip_differences["engines.minijinja-tgi"] == "we serve with vLLM"

@@ -197,6 +197,9 @@ def build() -> gr.Blocks:
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.HTML(header_html(), elem_id="header", min_width=300)
+            # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
+            # takes no room from the workbench.
+            ui.add(status=gr.HTML(elem_id="top-status", min_width=120))
             with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
                 with gr.Row():
                     repo = gr.Textbox(label="Repo id or local folder", placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
@@ -206,7 +209,7 @@ def build() -> gr.Blocks:
                                 file_count="multiple", file_types=[".jinja", ".json"], elem_id="file-upload")  # fmt: skip
             with gr.Accordion("About this format", open=False, elem_id="notes-accordion"):
                 notes = gr.HTML(elem_id="preset-notes")
-            with gr.Column(elem_id="share-box", min_width=260):
+            with gr.Column(elem_id="share-box", min_width=230):
                 with gr.Row(equal_height=True):
                     share_button = gr.Button("Share link", elem_id="share-button", scale=0, min_width=100, size="sm")
                     share_link = gr.Textbox(show_label=False, placeholder="Press Share for a link", buttons=["copy"],
@@ -218,7 +221,6 @@ def build() -> gr.Blocks:
             ui.add(**cases.build_case_picker())
             ui.add(**runs.build_run_controls())
         gr.HTML(START_HERE, elem_id="start-here-box")
-        ui.add(status=gr.HTML(elem_id="top-status"))
 
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Playground", id="playground"):

@@ -26,7 +26,7 @@ def check_text(text: str, source: Source, what: str, max_chars: int) -> list[Dia
     if not isinstance(text, str):
         return [Diagnostic("error", f"The {what} must be text, got {type(text).__name__}.", source)]
     if len(text) > max_chars:
-        return [Diagnostic("error", f"The {what} is {len(text):,} characters, over the {max_chars:,} limit.", source,
+        return [Diagnostic("error", f"Too long ({what}): {len(text):,} characters, over the {max_chars:,} limit.", source,
                            hint="Real ones are far smaller; check that the right text was pasted.")]
     found = _SURROGATE.search(text)
     if found:
@@ -34,18 +34,20 @@ def check_text(text: str, source: Source, what: str, max_chars: int) -> list[Dia
     return []
 
 
-def load_json(text: str, source: Source, what: str, max_chars: int = limits.MAX_CASE_CHARS) -> tuple[Any, list[Diagnostic]]:
+def load_json(text: str, source: Source, what: str, max_chars: int = limits.MAX_CASE_CHARS,
+              label: str | None = None) -> tuple[Any, list[Diagnostic]]:
     """Parse JSON a person typed. Returns (value, []) or (None, [diagnostic]): a syntax error at
-    its line and column, too long, nested too deeply, or holding a lone surrogate."""
+    its line and column (the message starts with `label`, default "<what>: invalid JSON"), too
+    long, nested too deeply, or holding a lone surrogate."""
     problems = check_text(text, source, what, max_chars)
     if problems:
         return None, problems
     try:
         value = json.loads(text)
     except json.JSONDecodeError as e:
-        return None, [json_error(text, e, source, f"{what}: invalid JSON")]
+        return None, [json_error(text, e, source, label or f"{what}: invalid JSON")]
     except RecursionError:
-        return None, [too_deep(source, what)]
+        return None, [too_deep(source, what, text)]
     problems = check_value(value, source, what, text)
     return (None, problems) if problems else (value, [])
 
@@ -55,21 +57,49 @@ def check_value(value: Any, source: Source, what: str, text: str | None = None) 
     `limits.MAX_JSON_DEPTH`, or a string holding a lone surrogate. `text`, when given, is the JSON
     it came from, to place a surrogate at its line and column."""
     if depth(value) > limits.MAX_JSON_DEPTH:
-        return [too_deep(source, what)]
+        return [too_deep(source, what, text)]
     path = surrogate_path(value)
     if path is None:
         return []
     if text is not None and (offset := _escaped_surrogate(text)) is not None:
         return [_surrogate_at(text, offset, source, what)]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
-    return [Diagnostic("error", f"The {what} holds a lone surrogate at {where or 'the top level'}: it is not valid "
-                       "Unicode, so it cannot be encoded as UTF-8 (or tokenized).", source,
-                       hint="Remove it, or write the whole character (both halves of a surrogate pair).")]
+    return [Diagnostic("error", f"Lone surrogate in the {what}{f' (at {where})' if where else ''}: it is not valid "
+                       "Unicode, so it cannot be encoded as UTF-8 (or tokenized).", source, hint=_SURROGATE_HINT)]
 
 
-def too_deep(source: Source, what: str) -> Diagnostic:
-    return Diagnostic("error", f"The {what} is nested more than {limits.MAX_JSON_DEPTH} levels deep.", source,
+def too_deep(source: Source, what: str, text: str | None = None) -> Diagnostic:
+    """Nesting over the limit; at the bracket that goes past it when the JSON `text` is given."""
+    line = column = snippet = None
+    if text is not None and (offset := _too_deep_at(text)) is not None:
+        line, column = line_col(text, offset)
+        snippet = line_text(text, line)
+        snippet = printable(snippet[:200]) if snippet is not None else None
+    return Diagnostic("error", f"Nested too deeply ({what}): more than {limits.MAX_JSON_DEPTH} levels of lists and "
+                      "objects.", source, line=line, column=column, snippet=snippet,
                       hint="Real messages, tools and templates nest a few levels; check for a runaway generator.")
+
+
+def _too_deep_at(text: str) -> int | None:
+    """Offset of the first `[` or `{` (outside strings) that opens level MAX_JSON_DEPTH + 1."""
+    level, in_string, escaped = 0, False, False
+    for offset, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            level += 1
+            if level > limits.MAX_JSON_DEPTH:
+                return offset
+        elif char in "]}":
+            level -= 1
+    return None
 
 
 def depth(value: Any, limit: int = limits.MAX_JSON_DEPTH) -> int:
@@ -128,17 +158,15 @@ def _escaped_surrogate(text: str) -> int | None:
     return pending[0] if pending else None
 
 
+_SURROGATE_HINT = "Remove it, or write the whole character (both halves of a surrogate pair)."
+
+
 def _surrogate_at(text: str, offset: int, source: Source, what: str) -> Diagnostic:
     line, column = line_col(text, offset)
-    return Diagnostic("error", f"The {what} holds a lone surrogate: it is not valid Unicode, so it cannot be encoded "
+    snippet = line_text(text, line)
+    return Diagnostic("error", f"Lone surrogate in the {what}: it is not valid Unicode, so it cannot be encoded "
                       "as UTF-8 (or tokenized).", source, line=line, column=column,
-                      snippet=_printable(line_text(text, line)),
-                      hint="Remove it, or write the whole character (both halves of a surrogate pair).")
-
-
-def _printable(snippet: str | None) -> str | None:
-    """A snippet safe to show: lone surrogates replaced by U+FFFD."""
-    return None if snippet is None else _SURROGATE.sub("\ufffd", snippet)
+                      snippet=printable(snippet) if snippet is not None else None, hint=_SURROGATE_HINT)
 
 
 def printable(text: str) -> str:

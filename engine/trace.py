@@ -116,7 +116,8 @@ class Trace:
     its span, and the trace ends with the message so far.
     """
 
-    def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None):
+    def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None,
+                 regex_seconds: float | None = None):
         self.template: ResponseTemplate = load_response_template(template)
         self.prompt = prompt
         self.tools = tools
@@ -127,7 +128,7 @@ class Trace:
         self._implicit = self.template.implicit
         self._implicit_close = self._fields[self._implicit].close_re if self._implicit else None
         # Every author regex this trace runs (the parser's and its own) shares one time budget.
-        self._budget = RegexBudget(limits.REGEX_SECONDS)
+        self._budget = RegexBudget(regex_seconds or limits.REGEX_SECONDS)
         self._parsed_prompt = ""
         self._offset = 0
         self.anchor_end = len(prompt)
@@ -611,9 +612,10 @@ def trace_text(
     prompt: str = "",
     tools: list | None = None,
     chunks: list[str] | None = None,
+    regex_seconds: float | None = None,
 ) -> TraceResult:
     """Trace a whole output (fed as `chunks`, or in one piece) and return the final result."""
-    trace = Trace(template, prompt=prompt, tools=tools)
+    trace = Trace(template, prompt=prompt, tools=tools, regex_seconds=regex_seconds)
     for chunk in chunks if chunks is not None else [output]:
         trace.feed(chunk)
     trace.finalize()

@@ -9,16 +9,19 @@ work outside Python (lints). Each result is pass / warn / fail with details and 
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import jinja2
 
+from .. import limits
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
-from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+from ..regex_bounds import RegexTimeout, regex_budget
+from ..sandbox import SandboxBusy, SandboxCrashed, SandboxTimeout, run_bounded
 from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
@@ -47,6 +50,23 @@ __all__ = [
 ]
 
 
+# The regexes of a whole run of checks (every chunking of every output) share this many seconds.
+CHECK_REGEX_SECONDS = limits.REGEX_SECONDS * 5
+
+
+def _regex_bounded(function: Callable[..., CheckReport]) -> Callable[..., CheckReport]:
+    """Run the checks under one regex budget: a backtracking pattern stops them with a message
+    instead of taking the time of every parse they make."""
+
+    @functools.wraps(function)
+    def bounded(*args: Any, **kwargs: Any) -> CheckReport:
+        with regex_budget(CHECK_REGEX_SECONDS):
+            return function(*args, **kwargs)
+
+    return bounded
+
+
+@_regex_bounded
 def run_checks(
     chat_template: str,
     response_template: str | dict,
@@ -195,6 +215,9 @@ def _guarded_pair(name: str, run: Any, fallback: Any) -> tuple[Any, list[CheckRe
 
 
 def _crashed(name: str, error: Exception, subject: str | None = None) -> CheckResult:
+    if isinstance(error, RegexTimeout):
+        return CheckResult(name, "fail", f"Stopped: {error}. A pattern with nested quantifiers, such as (a+)+, can "
+                           "take exponential time; rewrite it.", None, subject)
     log_failure(f"The check {name} crashed", error)
     return CheckResult(name, "fail", f"The check could not run: {type(error).__name__}: {error}", None, subject)
 

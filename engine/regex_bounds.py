@@ -53,8 +53,8 @@ class RegexTimeout(TimeoutError):
 class RegexBudget:
     """Seconds of regex matching a piece of work may use, summed over every call it makes."""
 
-    def __init__(self, seconds: float = limits.REGEX_SECONDS):
-        self.seconds = seconds
+    def __init__(self, seconds: float | None = None):
+        self.seconds = limits.REGEX_SECONDS if seconds is None else seconds
         self.spent = 0.0
 
     @property
@@ -76,7 +76,7 @@ class RegexBudget:
 _active: contextvars.ContextVar[tuple[RegexBudget, ...]] = contextvars.ContextVar("regex_budgets", default=())
 
 
-def regex_budget(seconds: float = limits.REGEX_SECONDS) -> Any:
+def regex_budget(seconds: float | None = None) -> Any:
     """`with regex_budget(5):` bounds every author regex call in the block to 5 s in total."""
     return RegexBudget(seconds).active()
 

@@ -128,7 +128,7 @@ class Trace:
         self._implicit = self.template.implicit
         self._implicit_close = self._fields[self._implicit].close_re if self._implicit else None
         # Every author regex this trace runs (the parser's and its own) shares one time budget.
-        self._budget = RegexBudget(regex_seconds or limits.REGEX_SECONDS)
+        self._budget = RegexBudget(regex_seconds)
         self._parsed_prompt = ""
         self._offset = 0
         self.anchor_end = len(prompt)
@@ -138,6 +138,7 @@ class Trace:
         self._chunks: list[str] = []
         self._size = 0  # output characters fed
         self.truncated = 0  # output characters refused over limits.MAX_OUTPUT_CHARS
+        self.regex_timeout: RegexTimeout | None = None  # set when an author regex ran out of time
         self._segments: list[tuple] = []  # (start, end, kind, field, region_id) in buffer coordinates
         self._cursor = 0
         self._current = self._implicit  # the region text joins now (None: the null sink, text dropped)
@@ -444,6 +445,7 @@ class Trace:
 
     def _regex_stopped(self, error: RegexTimeout) -> None:
         """An author regex ran out of time: say which one, and end the trace where it stopped."""
+        self.regex_timeout = error
         self._error(f"{self._regex_name(error.pattern)} took longer than {error.seconds:g} s to match, so parsing "
                     "stopped here.", None, self._cursor, len(self._text), source="response_template",
                     hint="A pattern with nested quantifiers, such as (a+)+ or (a|a)*, can take exponential time "

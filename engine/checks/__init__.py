@@ -50,17 +50,19 @@ __all__ = [
 ]
 
 
-# The regexes of a whole run of checks (every chunking of every output) share this many seconds.
-CHECK_REGEX_SECONDS = limits.REGEX_SECONDS * 5
+# The regexes of a whole run of checks (every chunking of every output) share this many times
+# the budget of one parse.
+CHECK_REGEX_PARSES = 5
 
 
 def _regex_bounded(function: Callable[..., CheckReport]) -> Callable[..., CheckReport]:
-    """Run the checks under one regex budget: a backtracking pattern stops them with a message
-    instead of taking the time of every parse they make."""
+    """Run the checks under one regex budget (`regex_seconds=`, default CHECK_REGEX_PARSES parses'
+    worth): a backtracking pattern stops them with a message instead of taking the time of every
+    parse they make."""
 
     @functools.wraps(function)
-    def bounded(*args: Any, **kwargs: Any) -> CheckReport:
-        with regex_budget(CHECK_REGEX_SECONDS):
+    def bounded(*args: Any, regex_seconds: float | None = None, **kwargs: Any) -> CheckReport:
+        with regex_budget(regex_seconds or limits.REGEX_SECONDS * CHECK_REGEX_PARSES):
             return function(*args, **kwargs)
 
     return bounded

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -18,6 +16,7 @@ import pytest
 from engine.hub import load_templates, local_token, plan_publish
 from engine.public import is_public_address, policy
 from engine.runners import RemoteRunner, RunnerError
+from tests.local_http import COMPLETION, Local
 
 PUBLIC_ENV = ("SPACE_ID", "PLAYGROUND_PUBLIC", "PLAYGROUND_MODELS", "PLAYGROUND_REMOTE", "PLAYGROUND_REMOTE_HOSTS")
 
@@ -46,36 +45,6 @@ def connections(monkeypatch: pytest.MonkeyPatch) -> list[tuple]:
     return opened
 
 
-class Local:
-    """A server on 127.0.0.1 that answers as told and counts requests."""
-
-    def __init__(self, status: int = 200, body: bytes = b"", headers: dict | None = None):
-        self.requests: list[dict] = []
-        local = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                local.requests.append({"host": self.headers.get("Host"), "body": json.loads(self.rfile.read(length))})
-                self.send_response(status)
-                for key, value in (headers or {}).items():
-                    self.send_header(key, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def local_server():
     servers: list[Local] = []
@@ -87,9 +56,6 @@ def local_server():
     yield start
     for server in servers:
         server.close()
-
-
-COMPLETION = b'data: {"choices": [{"text": "Hello", "finish_reason": null}]}\n\ndata: [DONE]\n\n'
 
 
 def test_the_switch_and_the_owners_settings(public: pytest.MonkeyPatch) -> None:

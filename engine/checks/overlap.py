@@ -1,11 +1,15 @@
 """Literal delimiters that transformers cannot stream reliably (transformers 5.24, upstream).
 
 A field's `open` (or `close`) may list several literals; transformers compiles them into one
-alternation and, while streaming, asks the `regex` module for a partial match. When one literal
-ends inside another (`"<"` inside `"<|im_end|>"`, `"a"` inside `"<tool_call>"`), a chunk that
-ends after the shorter one but before the longer one is complete lets the shorter one match
-first: the parse then depends on how the output was cut into chunks. (A literal that ends where
-the other ends, `"call>"` in `"<tool_call>"`, completes together with it and is harmless.)
+alternation and, while streaming, asks the `regex` module for a partial match, which reports a
+complete match of one literal rather than an earlier partial match of another. So when one
+literal ends inside another (`"a"` inside `"<tool_call>"`), a chunk that ends after the shorter
+one but before the longer one is complete lets the shorter one match first, and the parse depends
+on how the output was cut into chunks. A literal that is a prefix of another (`"<"` of
+`"<|im_end|>"`) is held back while it could grow, which covers one more character but not two.
+Harmless, and not reported: a literal that ends where the other ends (`"call>"` in
+`"<tool_call>"`), or a prefix one character shorter (`"<tool_call>"`, `"<tool_call>\n"`).
+Found by streaming every 4-chunk split of such outputs; see tests/test_checks_overlap.py.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ def overlapping_literals(template: Any) -> list[Overlap]:
 
 
 def _ends_inside(inner: str, outer: str) -> bool:
-    """Whether `inner` occurs in `outer` somewhere it ends before `outer` does."""
+    """Whether `inner` occurs in `outer` where streaming can complete it first (see above)."""
     start = outer.find(inner)
     while start != -1:
-        if start + len(inner) < len(outer):
+        short_by = len(outer) - (start + len(inner))
+        if short_by >= (2 if start == 0 else 1):
             return True
         start = outer.find(inner, start + 1)
     return False

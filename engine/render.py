@@ -174,7 +174,7 @@ def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
     try:
         return run_bounded(render, kwargs, timeout, owner)
     except SandboxBusy as e:
-        message, hint = f"Rendering did not start: it {e}.", "The server is busy; the next edit tries again."
+        message, hint = f"Rendering {e}.", "The server is busy; the next edit tries again."
     except SandboxTimeout as e:
         message, hint = f"Rendering stopped: the template {e}.", "Look for nested loops over large ranges."
     except SandboxCrashed as e:

@@ -45,14 +45,13 @@ element.addEventListener('click', (event) => {
 def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The "Run all checks" button: the summary, the table rows and the diagnostics."""
     sync(session, chat_template, response_template, form_case, form)
-    workspace = session.workspace
-    runs: list[tuple[Case, str]] = []
-    run = session.last_run
-    if run is not None and run.chunks and run.matches(workspace):  # a stale run belongs to other templates
-        runs.append((workspace.case, "".join(run.chunks)))
-    # The checks render and parse the author's templates many times: in the killable worker, so a
-    # runaway template (or a catastrophic regex) cannot hold the server.
-    report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)
+    if not session.claim("checks"):
+        return {"checks_summary": '<div class="checks-summary warn"><b>BUSY</b> · The checks are already running '
+                                  "in this tab; their results come when they end.</div>"}
+    try:
+        report = _run(session)
+    finally:
+        session.done("checks")
     session.checks, session.engines, session.selected_check = ordered(report.checks), report.engines, None
     extras = {"engines_table": engine_rows(report.engines), "engine_detail": "", "intended_list": intended_html(session),
               "check_detail": ""}  # fmt: skip
@@ -67,6 +66,17 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
         "<span class=\"sub\"> · click a result to select it; → jumps to its line</span></div>"
     )
     return {"checks_summary": summary, "checks_list": checks_html(session.checks), "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
+
+
+def _run(session: Session):
+    workspace = session.workspace
+    runs: list[tuple[Case, str]] = []
+    run = session.last_run
+    if run is not None and run.output and run.matches(workspace):  # a stale run belongs to other templates
+        runs.append((workspace.case, run.output))
+    # The checks render and parse the author's templates many times: in the killable worker, so a
+    # runaway template (or a catastrophic regex) cannot hold the server; one call per visitor at a time.
+    return workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100, owner=session.id)
 
 
 def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:

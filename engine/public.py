@@ -8,7 +8,9 @@ On a Hugging Face Space (`SPACE_ID` is set), with `python app.py --public`, or w
   loader reads repo ids only, the local runner loads Hub ids only);
 - no ambient credentials: the server's own Hub token (`HF_TOKEN`, `hf auth login`) is never used
   for a visitor; only the visitor's own sign-in is;
-- local models: only the Hub ids the owner lists (`PLAYGROUND_MODELS`), under the size cap;
+- local models: only the Hub ids the owner lists (`PLAYGROUND_MODELS`), under the size cap, taking
+  turns (a run waits in line and sees its place); at most `PLAYGROUND_MAX_NEW_TOKENS` (1024) new
+  tokens per run, local or remote;
 - the remote runner is off unless the owner turns it on (`PLAYGROUND_REMOTE=1`), and then reaches
   only `https` URLs whose every address is public (checked after DNS, and the checked address is
   the one connected to), or hosts the owner lists (`PLAYGROUND_REMOTE_HOSTS`); a server's answer
@@ -36,6 +38,7 @@ class Policy:
     models: tuple[str, ...] = ()  # Hub ids the local runner may load in public mode
     remote: bool = False  # whether the remote runner may be used in public mode
     remote_hosts: tuple[str, ...] = ()  # "host" or "host:port" reachable whatever their address and scheme
+    max_new_tokens: int = 1024  # the most tokens one run may generate in public mode
 
     @property
     def allow_paths(self) -> bool:
@@ -55,6 +58,12 @@ class Policy:
             return "Local models are off on this public server (its owner has listed none)."
         if model not in self.models:
             return f"This public server runs only the models its owner listed: {', '.join(self.models)}."
+        return None
+
+    def new_tokens_problem(self, max_new_tokens: int) -> str | None:
+        """Why a run may not generate this many tokens here, or None."""
+        if self.public and max_new_tokens > self.max_new_tokens:
+            return f"This public server generates at most {self.max_new_tokens:,} new tokens per run."
         return None
 
     def remote_problem(self, scheme: str, host: str, port: int) -> str | None:
@@ -104,6 +113,13 @@ def _names(name: str) -> tuple[str, ...]:
                  for n in re.split(r"[,\s]+", os.environ.get(name, "")) if n.strip())
 
 
+def _count(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name, "")))
+    except ValueError:
+        return default
+
+
 def is_public() -> bool:
     """On a Space, or when PLAYGROUND_PUBLIC says so (which also wins over a Space: an owner's call)."""
     explicit = _flag("PLAYGROUND_PUBLIC")
@@ -118,6 +134,7 @@ def policy() -> Policy:
         models=_names("PLAYGROUND_MODELS"),
         remote=bool(_flag("PLAYGROUND_REMOTE")),
         remote_hosts=_names("PLAYGROUND_REMOTE_HOSTS"),
+        max_new_tokens=_count("PLAYGROUND_MAX_NEW_TOKENS", 1024),
     )
 
 

@@ -67,6 +67,8 @@ class RemoteRunner:
         rules = policy()
         if problem := rules.remote_problem(url.scheme, url.hostname, url.port or _default_port(url.scheme)):
             raise RunnerError(problem, hint=PUBLIC_HINT)
+        if problem := rules.new_tokens_problem(max_tokens):
+            raise RunnerError(problem, hint="Lower max tokens.")
         if max_tokens < 1:
             raise RunnerError("max_tokens must be at least 1.")
         path = url.path.rstrip("/")

@@ -142,7 +142,8 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
         yield not_started([Diagnostic("error", "A run is already going in this tab: stop it, or wait for it to end.", "runner")])
         return
     try:
-        yield from _stream_run(session, settings, api_key, interval)
+        for update in _stream_run(session, settings, api_key, interval):
+            yield update
     finally:
         session.done("run")
 
@@ -166,7 +167,9 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     except RunnerError as e:
         yield not_started([e.diagnostic])
         return
-    trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
+    regex = session.regex.active  # this visitor's regex allowance, around each parse step (not across yields)
+    with regex():
+        trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
     classes = field_classes(trace.template.fields)
     prefix = prefix_html(prompt, trace.prefix_segments(), classes)
     view = StreamView(run_id, classes, prefix)
@@ -204,7 +207,8 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
             if isinstance(item, Diagnostic):
                 problems.append(item)
             elif item is not None:
-                step = trace.feed(item.text)
+                with regex():
+                    step = trace.feed(item.text)
                 chunks.append(item.text)
                 tokens.append(item.tokens)
                 seconds.append(item.seconds)
@@ -237,7 +241,8 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         stop.set()
         if session.stop is stop:
             session.stop = None
-    step = trace.finalize()
+    with regex():
+        step = trace.finalize()
     events.add(step.events)
     problems += runner.diagnostics
     if isinstance(runner, LocalRunner) and runner.tokenizer is not None:

@@ -27,8 +27,10 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.diagnostics import Diagnostic
-from engine.inputs import check_value
+from engine import limits
+from engine.inputs import depth, printable_value
 from engine.presets import load_preset
+from engine.regex_bounds import RegexAllowance
 from engine.workspace import SCHEMA_VERSION, Workspace
 
 # A share code decompresses to at most this much JSON: a link is untrusted input (zip bombs).
@@ -75,9 +77,11 @@ def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
             raise ValueError("it is not a playground state")
         if version > SCHEMA_VERSION:
             raise ValueError("it was made by a newer version of the playground")
-        if problems := check_value(data, "preset", "link's state"):
-            raise ValueError(problems[0].message[0].lower() + problems[0].message[1:].rstrip("."))
-        return Workspace.from_dict(data), None
+        if depth(data) > limits.MAX_JSON_DEPTH:
+            raise ValueError(f"it is nested more than {limits.MAX_JSON_DEPTH} levels deep")
+        # Text that is not valid Unicode (typed through the API, saved by `encode_workspace`) cannot
+        # be shown in an editor: it comes back as U+FFFD.
+        return Workspace.from_dict(printable_value(data)), None
     except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError,
             AttributeError, RecursionError) as e:
         reason = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) else "it is damaged"
@@ -149,6 +153,8 @@ class Session:
     edits: int = 0  # edits synced so far (a running refresh renders again if more arrive meanwhile)
     form_problems: list = field(default_factory=list, repr=False)  # the case form's, at the last edit
     last_used: float = field(default_factory=time.monotonic, repr=False)
+    # This visitor's share of regex time, whatever number of edits and runs they send.
+    regex: RegexAllowance = field(default_factory=RegexAllowance, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:

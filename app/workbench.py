@@ -100,7 +100,8 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
 
 def _view(session: Session, show_whitespace: bool) -> PromptView:
     try:
-        return build_prompt_view(session, show_whitespace)
+        with session.regex.active():
+            return build_prompt_view(session, show_whitespace)
     except Exception as e:  # noqa: BLE001 - whatever an edit does, the page keeps working and says why
         log_failure("Refreshing the prompt failed", e)
         problem = Diagnostic("error", f"Unexpected problem while rendering ({type(e).__name__}); the server log has details.",

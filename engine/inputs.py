@@ -169,6 +169,18 @@ def _surrogate_at(text: str, offset: int, source: Source, what: str) -> Diagnost
                       snippet=printable(snippet) if snippet is not None else None, hint=_SURROGATE_HINT)
 
 
+def printable_value(value: Any) -> Any:
+    """JSON-like `value` with lone surrogates replaced by U+FFFD in every string and key (for data that
+    must be shown or sent as UTF-8; check `depth` first: this recurses)."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, dict):
+        return {printable_value(k): printable_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [printable_value(v) for v in value]
+    return value
+
+
 def printable(text: str) -> str:
     """`text` with lone surrogates replaced by U+FFFD, so it can be encoded (for showing it)."""
     return _SURROGATE.sub("\ufffd", text)

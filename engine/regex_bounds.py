@@ -73,6 +73,24 @@ class RegexBudget:
             _active.reset(token)
 
 
+class RegexAllowance(RegexBudget):
+    """A budget that refills: `seconds` of matching every `period` seconds, never more than
+    `seconds` saved up. Given to each visitor, so however often they edit, their regexes use at
+    most that share of a core (each parse still has its own budget too)."""
+
+    def __init__(self, seconds: float | None = None, period: float = 10.0):
+        super().__init__(seconds)
+        self.rate = self.seconds / period
+        self._at = time.monotonic()
+
+    @property
+    def left(self) -> float:
+        now = time.monotonic()
+        self.spent = max(0.0, self.spent - (now - self._at) * self.rate)
+        self._at = now
+        return self.seconds - self.spent
+
+
 _active: contextvars.ContextVar[tuple[RegexBudget, ...]] = contextvars.ContextVar("regex_budgets", default=())
 
 

@@ -17,6 +17,7 @@ front of everyone else's.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import sys
 import threading
 import time
@@ -43,10 +44,21 @@ class SandboxCrashed(Exception):
     """The worker died (e.g. it hit the memory cap)."""
 
 
-def _serve(connection: Connection, memory_limit: int | None) -> None:
+# Workers run at a lower scheduling priority than the server: when templates keep the CPU busy,
+# the server still answers pages and short requests first.
+WORKER_NICENESS = 10
+
+
+def _serve(connection: Connection, memory_limit: int | None, alive: Connection | None = None) -> None:
     """The worker's loop: receive (function, kwargs), send back ("ok", result) or ("error", exception)."""
     global IN_WORKER
     IN_WORKER = True
+    if alive is not None:
+        threading.Thread(target=_exit_with_server, args=(alive,), daemon=True).start()
+    try:
+        os.nice(WORKER_NICENESS)
+    except (AttributeError, OSError):  # not on every platform
+        pass
     if memory_limit:
         try:
             import resource
@@ -72,6 +84,16 @@ def _serve(connection: Connection, memory_limit: int | None) -> None:
                 connection.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
 
 
+def _exit_with_server(alive: Connection) -> None:
+    """A worker busy with a runaway template never reads its pipe again; if the server goes away
+    (stopped, crashed), this ends the worker rather than leave it running with no one to kill it."""
+    try:
+        alive.recv()
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
+
+
 class Worker:
     """One killable child process. `call` runs a module-level function in it with a time limit."""
 
@@ -80,14 +102,17 @@ class Worker:
         self._lock = threading.Lock()
         self._process: multiprocessing.Process | None = None
         self._connection: Connection | None = None
+        self._alive: Connection | None = None  # held open while the worker should live
 
     def _start(self) -> None:
         context = _context()
         parent, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, self._memory_limit), daemon=True)
+        watched, self._alive = context.Pipe(duplex=False)
+        self._process = context.Process(target=_serve, args=(child, self._memory_limit, watched), daemon=True)
         with _without_main_module():
             self._process.start()
         child.close()
+        watched.close()
         self._connection = parent
 
     def call(self, function: Callable[..., Any], kwargs: dict, timeout: float) -> Any:
@@ -123,9 +148,10 @@ class Worker:
         if self._process is not None:
             self._process.kill()
             self._process.join(timeout=5)
-        if self._connection is not None:
-            self._connection.close()
-        self._process = self._connection = None
+        for end in (self._connection, self._alive):
+            if end is not None:
+                end.close()
+        self._process = self._connection = self._alive = None
 
 
 def _seconds(value: float) -> str:

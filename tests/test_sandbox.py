@@ -109,3 +109,21 @@ def test_workers_never_import_the_callers_script(tmp_path: Path, monkeypatch: py
     finally:
         worker.stop()
     assert sys.modules["__main__"] is main and not marker.exists()
+
+
+def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
+    """A worker stuck in a runaway template never reads its pipe; when the server process is gone
+    (here: its end of the liveness pipe closed, as the kernel does when it dies), the worker ends
+    rather than run on with no one to kill it."""
+    worker = Worker()
+    busy, _ = in_background(worker.call, nap, {"seconds": 30}, 60)
+    deadline = time.monotonic() + 30
+    while (worker._process is None or not worker._process.is_alive()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process = worker._process
+    time.sleep(0.3)
+    worker._alive.close()
+    process.join(timeout=10)
+    assert not process.is_alive()
+    worker.stop()
+    busy.join(timeout=10)

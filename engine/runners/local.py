@@ -132,8 +132,8 @@ def _locate(model: str) -> tuple[str, float]:
     try:
         info = HfApi(token=_token()).model_info(model, files_metadata=True, timeout=15)
     except HFValidationError:
-        raise RunnerError(f"{model!r} is neither a local folder nor a valid Hub id.",
-                          hint="A Hub id looks like owner/name.") from None
+        what = "neither a local folder nor a valid Hub id" if policy().allow_paths else "not a valid Hub id"
+        raise RunnerError(f"{model!r} is {what}.", hint="A Hub id looks like owner/name.") from None
     except GatedRepoError:
         raise RunnerError(f"{model} is gated: accept its terms on the Hub and log in first.",
                           hint="Or use a local folder.") from None

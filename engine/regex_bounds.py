@@ -28,7 +28,7 @@ import time
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import nullcontext
 from typing import Any
 
 import regex
@@ -61,16 +61,28 @@ class RegexBudget:
     def left(self) -> float:
         return self.seconds - self.spent
 
-    @contextmanager
-    def active(self) -> Iterator[RegexBudget]:
-        """Charge regex calls made inside this block to this budget (and to any budget already
-        active around it: a trace inside a run of every check uses both)."""
+    def active(self) -> _Active:
+        """`with budget.active():` charges regex calls made inside the block to this budget (and to
+        any budget already active around it: a trace inside a run of every check uses both)."""
+        return _Active(self)
+
+
+class _Active:
+    """The context manager `RegexBudget.active` returns (a class, not a generator: a trace enters
+    one for every chunk it is fed)."""
+
+    __slots__ = ("budget", "token")
+
+    def __init__(self, budget: RegexBudget):
+        self.budget = budget
+
+    def __enter__(self) -> RegexBudget:
         budgets = _active.get()
-        token = _active.set(budgets if self in budgets else (*budgets, self))
-        try:
-            yield self
-        finally:
-            _active.reset(token)
+        self.token = _active.set(budgets if self.budget in budgets else (*budgets, self.budget))
+        return self.budget
+
+    def __exit__(self, *exc: Any) -> None:
+        _active.reset(self.token)
 
 
 class RegexAllowance(RegexBudget):
@@ -94,7 +106,21 @@ class RegexAllowance(RegexBudget):
 _active: contextvars.ContextVar[tuple[RegexBudget, ...]] = contextvars.ContextVar("regex_budgets", default=())
 
 
-def regex_budget(seconds: float | None = None) -> Any:
+def runs_author_regexes(template: Any) -> bool:
+    """Whether parsing with this compiled response template can run a pattern the author wrote (a
+    bounded one: `*_pattern` keys, or a content parser with patterns of its own). A template of
+    literal delimiters only needs no budget (see `LITERAL_CHARS`)."""
+    patterns = [template.start_anchor_re] + [p for f in template.fields.values() for p in (f.open_re, f.close_re)]
+    if any(isinstance(p, BoundedPattern) for p in patterns):
+        return True
+    return any(f.content == "xml-inline" or (isinstance(f.content_args, dict) and f.content_args)
+               for f in template.fields.values())
+
+
+NO_BUDGET = nullcontext()
+
+
+def regex_budget(seconds: float | None = None) -> _Active:
     """`with regex_budget(5):` bounds every author regex call in the block to 5 s in total."""
     return RegexBudget(seconds).active()
 

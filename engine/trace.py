@@ -29,7 +29,7 @@ from transformers.utils.chat_parsing.response_templates import ResponseTemplate,
 
 from . import limits
 from .diagnostics import Diagnostic
-from .regex_bounds import RegexBudget, RegexTimeout
+from .regex_bounds import NO_BUDGET, RegexBudget, RegexTimeout, runs_author_regexes
 from .transformers_compat import TransformersChanged, consumed_position
 
 SegmentKind = Literal["body", "open", "close", "discarded", "pending"]
@@ -127,8 +127,11 @@ class Trace:
         self._fields = self.template.fields
         self._implicit = self.template.implicit
         self._implicit_close = self._fields[self._implicit].close_re if self._implicit else None
-        # Every author regex this trace runs (the parser's and its own) shares one time budget.
+        # Every author regex this trace runs (the parser's and its own) shares one time budget
+        # (literal delimiters cannot backtrack: then there is nothing to time, and no cost per chunk).
         self._budget = RegexBudget(regex_seconds)
+        self._needs_budget = runs_author_regexes(self.template)
+        self._bounded = self._budget.active if self._needs_budget else lambda: NO_BUDGET
         self._parsed_prompt = ""
         self._offset = 0
         self.anchor_end = len(prompt)
@@ -137,6 +140,7 @@ class Trace:
         self._text = ""
         self._chunks: list[str] = []
         self._size = 0  # output characters fed
+        self._cap = limits.MAX_OUTPUT_CHARS
         self.truncated = 0  # output characters refused over limits.MAX_OUTPUT_CHARS
         self.regex_timeout: RegexTimeout | None = None  # set when an author regex ran out of time
         self._segments: list[tuple] = []  # (start, end, kind, field, region_id) in buffer coordinates
@@ -151,7 +155,7 @@ class Trace:
         # pruned, as the parser's finalize() does, so the message so far looks like the final one.
         self._values: dict = copy.deepcopy(self.template.defaults)
         self.message: dict = dict(self._values)
-        with self._budget.active():
+        with self._bounded():
             try:
                 self._start(prompt, tools)
             except RegexTimeout as e:
@@ -194,7 +198,7 @@ class Trace:
             raise RuntimeError("Trace already finalized")
         if not chunk:
             return self._step([])
-        if self._size + len(chunk) > limits.MAX_OUTPUT_CHARS:
+        if self._size + len(chunk) > self._cap:
             return self._refuse(chunk)
         self._size += len(chunk)
         self._chunks.append(chunk)
@@ -204,18 +208,23 @@ class Trace:
             return self._step([])
         before = len(self._text)
         self._append(chunk)
-        with self._budget.active():
+        if self._needs_budget:
+            with self._budget.active():
+                return self._feed_parser(chunk, before)
+        return self._feed_parser(chunk, before)
+
+    def _feed_parser(self, chunk: str, before: int) -> TraceStep:
+        try:
             try:
-                try:
-                    events = self._parser.feed(chunk)
-                except RegexTimeout:
-                    raise
-                except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
-                    return self._step(self._recover_feed(e, before, chunk))
-                self._after(events, eos=False)
-            except RegexTimeout as e:
-                self._regex_stopped(e)
-                return self._step([])
+                events = self._parser.feed(chunk)
+            except RegexTimeout:
+                raise
+            except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
+                return self._step(self._recover_feed(e, before, chunk))
+            self._after(events, eos=False)
+        except RegexTimeout as e:
+            self._regex_stopped(e)
+            return self._step([])
         return self._step(events)
 
     def finalize(self) -> TraceStep:
@@ -226,7 +235,7 @@ class Trace:
         if self._ended:
             self._pending = None
             return self._step([])
-        with self._budget.active():
+        with self._bounded():
             try:
                 try:
                     message, events = self._parser.finalize()
@@ -431,13 +440,13 @@ class Trace:
 
     def _refuse(self, chunk: str) -> TraceStep:
         """Output over the size limit: feed what fits, then end the trace with an error."""
-        room = max(limits.MAX_OUTPUT_CHARS - self._size, 0)
+        room = max(self._cap - self._size, 0)
         if room and not self.truncated:
             self.feed(chunk[:room])
         first = not self.truncated
         self.truncated += len(chunk) - room
         if first:
-            self._error(f"The output is over {limits.MAX_OUTPUT_CHARS:,} characters, the playground's limit; "
+            self._error(f"The output is over {self._cap:,} characters, the playground's limit; "
                         "the rest is not parsed.", None, len(self._text), len(self._text),
                         hint="Real replies are far shorter; paste a shorter output (or raise PLAYGROUND_MAX_OUTPUT_CHARS "
                         "when running the playground yourself).")

@@ -60,7 +60,7 @@ def test_a_visitors_edits_never_pile_up_and_the_page_ends_on_the_latest() -> Non
     """One refresh per session at a time: edits that arrive meanwhile are answered at once, and the
     running refresh renders again with the latest one."""
     sess = session()
-    loop = "{% for i in range(3000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}"  # a second or so
+    loop = "{% for i in range(10000) %}{% for j in range(1000) %}{% set x = i * j %}{% endfor %}{% endfor %}"  # a second or so
     chat = sess.workspace.chat_template
     first, out = in_background(refresh_with, sess, chat=loop + chat)
     time.sleep(0.3)

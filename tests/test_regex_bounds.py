@@ -86,10 +86,10 @@ def test_a_slow_regex_does_not_hold_the_other_threads() -> None:
     """The regex runs with the GIL released after a short slice, so another thread keeps working:
     it finishes a small job while the hostile parse is still running."""
     hostile = {"version": 1, "start_anchor_pattern": EVIL, "fields": {"content": {}}}
-    attacker = threading.Thread(target=lambda: Trace(hostile, prompt=ATTACK, regex_seconds=0.5))
+    attacker = threading.Thread(target=lambda: Trace(hostile, prompt=ATTACK, regex_seconds=2))
     attacker.start()
     time.sleep(0.1)
-    total = sum(i * i for i in range(200_000))  # a few tens of milliseconds of Python work
+    total = sum(i * i for i in range(20_000))  # a few milliseconds of Python work
     assert total > 0 and attacker.is_alive()
     attacker.join()
 

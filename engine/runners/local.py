@@ -25,7 +25,7 @@ from ..diagnostics import Diagnostic
 from ..errors import log_failure, quoted
 from ..public import policy
 from .base import Chunk, RunnerError
-from .turns import LeftTheLine, TakeTurns
+from .model_line import LeftTheLine, TakeTurns
 
 # Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
 DEFAULT_MAX_SIZE_GB = float(os.environ.get("PLAYGROUND_MAX_MODEL_GB", "8"))

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.cases import Case
 
 from .check_list import checks_html, ordered
@@ -24,7 +25,7 @@ NOTE = (
     "recordings you are editing, plus the last run. Notes (info) never fail; a result you mark as intended neither."
 )
 # The checks render and stream every case and output many times; a minute is far more than they need.
-CHECKS_TIMEOUT = 60.0
+CHECKS_TIMEOUT = limits.CHECK_SECONDS
 # The list's own script: a click on a result selects it (the server hears its index, for "mark as
 # intended"); a click on its "→ line" button jumps to that line in the editor (app/page.js).
 PICK_JS = """

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine import limits
 from engine.diagnostics import Diagnostic, has_errors
 from engine.errors import log_failure
 from engine.response_spec import LoadedSpec, literal_delimiters, load_response_spec
@@ -22,7 +23,7 @@ from .state import Session, encode_workspace
 
 # Templates are untrusted code: the app renders in engine.sandbox's killable worker, bounded in time
 # and memory. The first render also waits for the worker to start (about a second).
-RENDER_TIMEOUT = 10.0
+RENDER_TIMEOUT = limits.RENDER_SECONDS
 # Shown over a run once the templates or the case it ran with have changed.
 STALE_NOTE = ('<div class="stale-banner run-stale">The output below ran with other templates or another case: run again to '
               "update it. The checks leave it out.</div>")

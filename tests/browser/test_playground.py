@@ -272,7 +272,8 @@ def test_a_broken_share_link_opens_the_page_with_a_message_and_is_dropped(browse
         expect(fresh.locator("#top-status b")).to_have_count(0)  # the link's text is shown escaped
         expect(fresh.locator("#prompt-view")).to_contain_text("Hi!")  # the default preset, rendered
         assert "#s=" not in fresh.url
-        open_app(fresh, fresh.url)  # a reload: the page loads, without the message
+        fresh.reload()  # the page loads again, without the message
+        fresh.wait_for_selector("#prompt-view .prompt-text", timeout=60_000)
         expect(fresh.locator("#top-status")).not_to_contain_text("cannot be opened")
     finally:
         context.close()

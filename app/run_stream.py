@@ -28,8 +28,6 @@ from .state import LastRun, Session, run_key
 from .workbench import RENDER_TIMEOUT
 
 UPDATES_PER_SECOND = 15
-# Chunks the runner may get ahead of the page: a bound on memory (the runner waits, or stops on Stop).
-QUEUED_CHUNKS = 1024
 # The run panel's settings controls, named as `RunSettings` fields.
 SETTINGS = ("runner", "recording", "pasted", "tokens_per_second", "model", "max_new_tokens", "temperature", "top_p",
             "seed", "remote_url", "remote_model")  # fmt: skip
@@ -99,8 +97,8 @@ _DONE = object()
 
 def _pump(runner: Any, prompt: str, tools: list | None, stop: threading.Event, out: queue.Queue) -> None:
     """Move the runner's chunks to `out` on a background thread (so the UI can coalesce updates
-    on a timer instead of waiting on the model). `out` is bounded: a fast runner waits for the page,
-    and leaves as soon as Stop is set."""
+    on a timer instead of waiting on the model). The runner leaves as soon as Stop is set; what it
+    queued is bounded by the output cap (every runner stops there)."""
     try:
         for chunk in runner.stream(prompt, tools=tools, stop=stop):
             if not _put(out, chunk, stop):
@@ -115,14 +113,11 @@ def _pump(runner: Any, prompt: str, tools: list | None, stop: threading.Event, o
 
 
 def _put(out: queue.Queue, item: Any, stop: threading.Event) -> bool:
-    """Queue `item`, waiting for room; False (dropped) once Stop is set."""
-    while not stop.is_set():
-        try:
-            out.put(item, timeout=0.05)
-            return True
-        except queue.Full:
-            continue
-    return False
+    """Queue `item`; False (dropped) once Stop is set."""
+    if stop.is_set():
+        return False
+    out.put(item)
+    return True
 
 
 def _stream_value(view: StreamView, trace: Trace, classes: dict[str, str], prefix: str, errors_shown: int) -> dict:
@@ -189,7 +184,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         stats=_stats_html(settings, 0, 0, None, 0, events.count, "starting…"), diagnostics=diagnostics_html([]),
         step=gr.update(visible=False), running=True,
     )  # fmt: skip
-    out: queue.Queue = queue.Queue(maxsize=QUEUED_CHUNKS)
+    out: queue.Queue = queue.Queue()
     pump = threading.Thread(target=_pump, args=(runner, prompt, case.tools, stop, out), daemon=True, name="playground-run")
     pump.start()
     last_update = time.monotonic()

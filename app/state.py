@@ -155,7 +155,6 @@ class Session:
     last_used: float = field(default_factory=time.monotonic, repr=False)
     # This visitor's share of regex time, whatever number of edits and runs they send.
     regex: RegexAllowance = field(default_factory=RegexAllowance, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         _live.add(self)
@@ -191,21 +190,21 @@ class Session:
         """Start an event of `kind` unless one is running for this session (then False: the caller
         answers at once instead of holding a server thread; one visitor's events never queue up)."""
         self.touch()
-        with self._lock:
+        with _BUSY_LOCK:
             if kind in self.busy:
                 return False
             self.busy.add(kind)
             return True
 
     def done(self, kind: str) -> None:
-        with self._lock:
+        with _BUSY_LOCK:
             self.busy.discard(kind)
 
     def edited(self) -> bool:
         """An edit was synced: count it, and claim the refresh if none is running (False: the running
         refresh will render this edit when it ends, see `finished_refresh`)."""
         self.touch()
-        with self._lock:
+        with _BUSY_LOCK:
             self.edits += 1
             if "refresh" in self.busy:
                 return False
@@ -215,7 +214,7 @@ class Session:
     def finished_refresh(self, rendered: int) -> bool:
         """A refresh rendered the workspace as of edit `rendered`: True (and the refresh released) if
         no edit came since; False if one did and the refresh must render again."""
-        with self._lock:
+        with _BUSY_LOCK:
             if self.edits == rendered:
                 self.busy.discard("refresh")
                 return True
@@ -230,7 +229,10 @@ class Session:
 
 
 # What a copy of a session starts afresh.
-_NOT_COPIED = ("stop", "tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex", "_lock")
+_NOT_COPIED = ("stop", "tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex")
+# Guards every session's `busy` and `edits` (held for a few instructions; not a field: Gradio copies
+# the session's fields, and a lock cannot be copied).
+_BUSY_LOCK = threading.Lock()
 
 # Every live session (weakly: Gradio owns them), so idle ones can let go of their memory.
 _live: weakref.WeakSet[Session] = weakref.WeakSet()

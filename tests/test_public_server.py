@@ -31,11 +31,11 @@ def public_url() -> Iterator[str]:
 
 
 def test_twenty_visitors_and_an_attacker(public_url: str) -> None:
-    outcome = run_scenario(public_url, sessions=20, rounds=3)
+    outcome = run_scenario(public_url, sessions=20, rounds=2)
     print(f"\ninnocent refresh latency under attack: {outcome.percentiles()}; newcomer page {outcome.newcomer_page:.2f} s, "
           f"first refresh {outcome.newcomer_refresh:.2f} s; attacker calls {outcome.attacker_calls}")
     assert outcome.errors == [] and outcome.wrong == []
-    assert len(outcome.latencies) == 60  # every innocent edit answered, each with its own prompt
+    assert len(outcome.latencies) == 40  # every innocent edit answered, each with its own prompt
     assert outcome.attacker_calls > 20
     # The newcomer's page is answered within 2 s (the bound; its first edit, which renders in
     # a worker, is answered correctly too: its time is in the benchmark, not asserted on a shared machine).

@@ -1,32 +1,69 @@
 """Entry point: `python app.py` serves the template playground (default 127.0.0.1:7860).
 
-Host and port come from --host/--port, else GRADIO_SERVER_NAME/GRADIO_SERVER_PORT (what Spaces set)."""
+Host and port come from --host/--port, else GRADIO_SERVER_NAME/GRADIO_SERVER_PORT (what Spaces set).
+Public mode (engine.public) is on on a Space, with --public, or when serving beyond this machine
+(a host other than loopback), unless PLAYGROUND_PUBLIC=0 says otherwise."""
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
 import threading
+import time
 
-from app.page import LAUNCH_OPTIONS, build
 from engine.engines import jinja_js
+from engine.public import make_public, policy
 from engine.sandbox import shared_pool
+
+LOG = logging.getLogger("playground")
+# How often idle sessions are asked to let go of their memory (app.state.drop_idle).
+SWEEP_SECONDS = 60
+
+
+def is_loopback(host: str) -> bool:
+    """Whether serving on `host` reaches only this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def sweep_idle_sessions() -> None:
+    from app.state import drop_idle
+
+    while True:
+        time.sleep(SWEEP_SECONDS)
+        if dropped := drop_idle():
+            LOG.info("Released the memory of %d idle session(s).", dropped)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Serve the template playground.")
     parser.add_argument("--host", default=os.environ.get("GRADIO_SERVER_NAME", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("GRADIO_SERVER_PORT", "7860")))
+    parser.add_argument("--public", action="store_true",
+                        help="public mode: visitors cannot name server paths or use the server's credentials "
+                             "(automatic on a Space and when serving beyond this machine)")
     args = parser.parse_args()
     # What a Space owner reads in the Space's logs: why a visitor's run, render or check failed
     # (engine.errors.log_failure; redacted, never a token).
     logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("playground").setLevel(logging.INFO)
+    LOG.setLevel(logging.INFO)
+    if args.public or (not is_loopback(args.host) and os.environ.get("PLAYGROUND_PUBLIC", "").strip() == ""):
+        make_public()  # before the page is built: the page and the engine ask the same policy
+    rules = policy()
+    LOG.info("Public mode is %s.", "on" if rules.public else "off (this machine's files and credentials are usable)")
+    from app.page import LAUNCH_OPTIONS, build
+
     # Start the render workers while the server starts, so the first page load does not wait.
     threading.Thread(target=shared_pool().warm, daemon=True).start()
     # Install @huggingface/jinja for the engines check now (once, into .cache/engines), not in a check.
     threading.Thread(target=jinja_js.install, daemon=True).start()
+    threading.Thread(target=sweep_idle_sessions, daemon=True, name="playground-sweep").start()
     build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)
 
 

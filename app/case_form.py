@@ -13,7 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from engine.cases import Case
-from engine.diagnostics import Diagnostic, json_error
+from engine.diagnostics import Diagnostic
+from engine.inputs import load_json
 from engine.render import RESERVED_KWARGS
 from engine.workspace import Workspace
 
@@ -74,10 +75,8 @@ def _parse_json(text: str | None, what: str, *, allow_empty: bool) -> tuple[Any,
         if allow_empty:
             return None, None
         return None, Diagnostic("error", f"{what} is empty.", "case", hint="Write a JSON value here.")
-    try:
-        return json.loads(text), None  # type: ignore[arg-type]
-    except json.JSONDecodeError as e:
-        return None, json_error(text, e, "case", f"{what}: invalid JSON")  # type: ignore[arg-type]
+    value, problems = load_json(text, "case", what)  # type: ignore[arg-type]
+    return value, (problems[0] if problems else None)
 
 
 def read_form(workspace: Workspace, base: Case, form: CaseForm) -> tuple[Case | None, list[Diagnostic]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.cases import Case
 
 from .check_list import checks_html, ordered
@@ -24,7 +25,7 @@ NOTE = (
     "recordings you are editing, plus the last run. Notes (info) never fail; a result you mark as intended neither."
 )
 # The checks render and stream every case and output many times; a minute is far more than they need.
-CHECKS_TIMEOUT = 60.0
+CHECKS_TIMEOUT = limits.CHECK_SECONDS
 # The list's own script: a click on a result selects it (the server hears its index, for "mark as
 # intended"); a click on its "→ line" button jumps to that line in the editor (app/page.js).
 PICK_JS = """
@@ -45,14 +46,13 @@ element.addEventListener('click', (event) => {
 def run_all_checks(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The "Run all checks" button: the summary, the table rows and the diagnostics."""
     sync(session, chat_template, response_template, form_case, form)
-    workspace = session.workspace
-    runs: list[tuple[Case, str]] = []
-    run = session.last_run
-    if run is not None and run.chunks and run.matches(workspace):  # a stale run belongs to other templates
-        runs.append((workspace.case, "".join(run.chunks)))
-    # The checks render and parse the author's templates many times: in the killable worker, so a
-    # runaway template (or a catastrophic regex) cannot hold the server.
-    report = workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100)
+    if not session.claim("checks"):
+        return {"checks_summary": '<div class="checks-summary warn"><b>BUSY</b> · The checks are already running '
+                                  "in this tab; their results come when they end.</div>"}
+    try:
+        report = _run(session)
+    finally:
+        session.done("checks")
     session.checks, session.engines, session.selected_check = ordered(report.checks), report.engines, None
     extras = {"engines_table": engine_rows(report.engines), "engine_detail": "", "intended_list": intended_html(session),
               "check_detail": ""}  # fmt: skip
@@ -67,6 +67,17 @@ def run_all_checks(session: Session, chat_template: str, response_template: str,
         "<span class=\"sub\"> · click a result to select it; → jumps to its line</span></div>"
     )
     return {"checks_summary": summary, "checks_list": checks_html(session.checks), "checks_diagnostics": diagnostics_html(report.diagnostics), **extras}
+
+
+def _run(session: Session):
+    workspace = session.workspace
+    runs: list[tuple[Case, str]] = []
+    run = session.last_run
+    if run is not None and run.output and run.matches(workspace):  # a stale run belongs to other templates
+        runs.append((workspace.case, run.output))
+    # The checks render and parse the author's templates many times: in the killable worker, so a
+    # runaway template (or a catastrophic regex) cannot hold the server; one call per visitor at a time.
+    return workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100, owner=session.id)
 
 
 def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:

@@ -15,8 +15,11 @@ import gradio as gr
 import regex
 import transformers
 
+from engine import limits
 from engine.diagnostics import Diagnostic
+from engine.errors import log_failure
 from engine.presets import load_preset
+from engine.public import Policy, policy
 from engine.response_spec import load_response_spec
 from engine.text import SPECIAL_TOKEN
 from engine.workspace import Workspace
@@ -34,7 +37,7 @@ from .publish_panel import build_publish_tab, download_zip, open_pull_request, p
 from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
-from .share import BOOT_JS, CLEAR_HASH_JS, LINK_JS, SAVE_JS, save_settings, share_code
+from .share import BOOT_JS, LINK_JS, SAVE_JS, save_settings, share_code
 from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
@@ -54,7 +57,12 @@ THEME = gr.themes.Soft(
 ).set(layout_gap="8px", block_padding="4px 8px", block_label_margin="0", block_label_padding="0 6px",
       block_label_text_size="0.78rem", section_header_text_size="0.85rem")
 # Blocks(css=, theme=) moved to launch() in Gradio 6: app.py (and the tests) pass these.
-LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS}
+# Uploads are template files (a few kB; a tokenizer_config.json with a large vocabulary, a few MB).
+MAX_UPLOAD = "10mb"
+# Gradio keeps a little state for every session it has seen; beyond this many, the oldest go.
+SESSIONS_KEPT = 2000
+LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_file_size": MAX_UPLOAD,
+                                  "state_session_capacity": SESSIONS_KEPT}
 
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "legend", "notes", "status",
@@ -68,12 +76,23 @@ REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics
 EDITED = ("session", "chat_template", "response_template", "form_case", *FORM_FIELDS)
 
 
-def header_html() -> str:
+def header_html(rules: Policy | None = None) -> str:
+    rules = rules or policy()
     return (
         '<div class="header"><div class="title" title="Write the chat template and the response template side by side, '
         'and watch a model\'s output parsed region by region.">Template <span class="accent">playground</span></div>'
-        f'<div class="version" id="transformers-version">transformers <b>{transformers.__version__}</b></div></div>'
+        f'<div class="version" id="transformers-version">transformers <b>{transformers.__version__}</b></div>'
+        + (public_note(rules) if rules.public else "") + "</div>"
     )
+
+
+def public_note(rules: Policy) -> str:
+    """What a visitor of a public server can and cannot do here (engine.public decides)."""
+    models = f"local models: {', '.join(html.escape(m) for m in rules.models)}" if rules.models else "no local models"
+    remote = "remote servers over https" if rules.remote else "no remote servers"
+    return (f'<div class="public-note" id="public-note">Public server: Hub repos only (no server files), {models}, '
+            f"{remote}; templates run sandboxed, with time and size limits (outputs up to "
+            f"{limits.MAX_OUTPUT_CHARS:,} characters). Run the playground yourself for everything.</div>")
 
 
 def notes_html(workspace: Workspace) -> str:
@@ -157,9 +176,14 @@ def load_files(session: Session, files: list[Any] | None) -> dict[str, Any]:
 
 
 def restore_page(session: Session, boot: str) -> dict[str, Any]:
-    """Page load: a share link's state, else this browser's saved copy, else the default preset."""
-    workspace, note = restore(boot)
-    return fill(session, workspace or default_workspace(), note)
+    """Page load: a share link's state, else this browser's saved copy, else the default preset.
+    Whatever the link holds, the page loads (with a message when the link cannot be opened)."""
+    try:
+        workspace, note = restore(boot)
+        return fill(session, workspace or default_workspace(), html.escape(note))
+    except Exception as e:  # noqa: BLE001 - a damaged saved state must never stop the page from loading
+        log_failure("Restoring a saved state failed", e)
+        return fill(session, default_workspace(), "⚠ The saved state could not be opened; showing the default preset.")
 
 
 def pick_recording(session: Session, recording: str, form_case: str, **form: Any) -> dict[str, Any]:
@@ -202,7 +226,8 @@ def build() -> gr.Blocks:
             ui.add(status=gr.HTML(elem_id="top-status", min_width=120))
             with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
                 with gr.Row():
-                    repo = gr.Textbox(label="Repo id or local folder", placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
+                    label = "Repo id or local folder" if policy().allow_paths else "Repo id"
+                    repo = gr.Textbox(label=label, placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
                     revision = gr.Textbox(label="Revision", placeholder="main", scale=1, elem_id="hub-revision")
                     hub_button = gr.Button("Load from Hub", scale=1, elem_id="hub-load")
                 files = gr.File(label="Load files: chat_template.jinja, tokenizer_config.json, response_template.json",
@@ -262,8 +287,7 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, trigger_mode="always_last", concurrency_limit=None, **quiet)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
-    loaded = ui.on(page.load, restore_page, ["session", "boot"], FILL, js=BOOT_JS)
-    then_refresh(loaded).then(None, None, None, js=CLEAR_HASH_JS)
+    then_refresh(ui.on(page.load, restore_page, ["session", "boot"], FILL, js=BOOT_JS))
     then_refresh(ui.on(ui["preset"].input, pick_preset, ["session", "preset"], FILL))
     then_refresh(ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision"], FILL))
     then_refresh(ui.on(ui["files"].upload, load_files, ["session", "files"], FILL))
@@ -294,9 +318,10 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
 
+    # Checks take a render worker for up to a minute: at most two at once, so renders always find one.
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,
           ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"],
-          concurrency_limit=4)
+          concurrency_limit=2)
     ui.on(ui["checks_list"].click, pick_check, ["session"], ["check_detail"], show_progress="hidden")
     ui.on(ui["engines_table"].select, show_engine_cell, ["session"], ["engine_detail"], show_progress="hidden")
     ui.on(ui["intend_mark"].click, mark_selected_intended, ["session", "intend_why"],

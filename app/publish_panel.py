@@ -17,6 +17,7 @@ import gradio as gr
 
 from engine.diagnostics import Diagnostic
 from engine.hub import build_files, local_token, plan_publish, publish, zip_files
+from engine.public import policy
 
 from .highlight import diagnostics_html, esc
 from .state import Session
@@ -28,6 +29,7 @@ NOTE = (
     "`response_template` set and every other key kept). Review the diff first; nothing is sent until you "
     "press *Open pull request*. Or download the same files as a zip."
 )
+# "Sign in with Hugging Face" needs the OAuth a Space provides.
 ON_SPACE = bool(os.environ.get("SPACE_ID"))
 
 
@@ -39,14 +41,13 @@ def chat_template_to_publish(session: Session) -> str | dict[str, str]:
 
 
 def _token(pasted: str | None, oauth: Any) -> str | None:
-    """The token to use: pasted, else the visitor's sign-in, else (locally only) the local login."""
+    """The token to use: pasted, else the visitor's sign-in, else the local login (never in public
+    mode: `local_token` asks engine.public, and a public server never acts with its own token)."""
     if pasted and pasted.strip():
         return pasted.strip()
     if oauth is not None and oauth.token:
         return oauth.token
-    if not ON_SPACE:
-        return local_token()
-    return None
+    return local_token()
 
 
 def diff_html(diff: str, computed: bool = True) -> str:
@@ -69,7 +70,7 @@ def preview(session: Session, chat_template: str, response_template: str, form_c
     sync(session, chat_template, response_template, form_case, form)
     repo = (publish_repo or "").strip()
     if not repo:
-        return {"publish_diff": "", "publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model), or a local folder to diff against.")]),
+        return {"publish_diff": "", "publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model)" + (", or a local folder to diff against." if policy().allow_paths else "."))]),
                 "publish_zip": None}  # fmt: skip
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
                         revision=(publish_revision or "").strip() or None, token=_token(publish_token, oauth))  # fmt: skip
@@ -134,8 +135,9 @@ def build_publish_tab() -> dict[str, Any]:
     with gr.Row():
         if ON_SPACE:
             gr.LoginButton(scale=1)
-        token = gr.Textbox(label="Hugging Face token with write access (optional locally: HF_TOKEN or `hf auth login` is used)",
-                           type="password", scale=3, elem_id="publish-token", visible=not ON_SPACE)  # fmt: skip
+        label = ("Your Hugging Face token with write access (this public server never uses its own)" if policy().public
+                 else "Hugging Face token with write access (optional locally: HF_TOKEN or `hf auth login` is used)")
+        token = gr.Textbox(label=label, type="password", scale=3, elem_id="publish-token", visible=not ON_SPACE)
     title = gr.Textbox(label="Pull request title", elem_id="publish-title")
     description = gr.Textbox(label="Description", lines=4, elem_id="publish-description")
     with gr.Row():

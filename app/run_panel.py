@@ -12,6 +12,7 @@ from typing import Any
 import gradio as gr
 
 from engine.diagnostics import Diagnostic
+from engine.public import Policy, policy
 from engine.runners.simulated import EXPLANATION
 from engine.workspace import PASTED, Workspace
 
@@ -23,6 +24,22 @@ from .widgets import incremental_html
 from .workbench import sync
 
 RUNNER_CHOICES = [("Recorded", "recorded"), ("Simulated", "simulated"), ("Local model", "local"), ("Remote server", "remote")]
+
+
+def runner_choices(rules: Policy | None = None) -> list[tuple[str, str]]:
+    """The runners this server offers (a public one: local models only if its owner listed some,
+    remote servers only if its owner allows them)."""
+    rules = rules or policy()
+    offered = {"local": not rules.public or bool(rules.models), "remote": not rules.public or rules.remote}
+    return [(label, value) for label, value in RUNNER_CHOICES if offered.get(value, True)]
+
+
+def _model(model: str) -> str | None:
+    """The model to show: on a public server, one of the owner's (a link may name any other)."""
+    rules = policy()
+    if not rules.public:
+        return model
+    return model if model in rules.models else (rules.models[0] if rules.models else None)
 
 
 def recording_choices(workspace: Workspace) -> list[tuple[str, str]]:
@@ -102,8 +119,9 @@ def settings_updates(workspace: Workspace) -> dict[str, Any]:
     names = [value for _, value in recordings]
     recording = s.recording if s.recording in names else names[0]
     return {
-        "runner": s.runner, "recording": gr.update(choices=recordings, value=recording), "pasted": s.pasted,
-        "tokens_per_second": s.tokens_per_second, "model": s.model, "max_new_tokens": s.max_new_tokens,
+        "runner": s.runner if s.runner in [v for _, v in runner_choices()] else "recorded",
+        "recording": gr.update(choices=recordings, value=recording), "pasted": s.pasted,
+        "tokens_per_second": s.tokens_per_second, "model": _model(s.model), "max_new_tokens": s.max_new_tokens,
         "temperature": s.temperature, "top_p": s.top_p, "seed": s.seed or 0, "remote_url": s.remote_url,
         "remote_model": s.remote_model,
     }  # fmt: skip
@@ -111,7 +129,7 @@ def settings_updates(workspace: Workspace) -> dict[str, Any]:
 
 def build_run_controls() -> dict[str, Any]:
     """What the toolbar holds to run: the runner, the recording (for the recorded runner), Run and Stop."""
-    runner = gr.Dropdown(RUNNER_CHOICES, value="recorded", label="Runner", elem_id="runner-choice", min_width=150, scale=0)
+    runner = gr.Dropdown(runner_choices(), value="recorded", label="Runner", elem_id="runner-choice", min_width=150, scale=0)
     recording = gr.Dropdown(label="Recording", choices=[], elem_id="recording-picker", min_width=250, scale=2)
     run = gr.Button("▶ Run", variant="primary", elem_id="run-button", min_width=90, scale=0)
     stop = gr.Button("■ Stop", variant="stop", interactive=False, elem_id="stop-button", min_width=96, scale=0)
@@ -144,8 +162,13 @@ def build_run_options() -> dict[str, Any]:
         with gr.Column(visible=False) as simulated_box:
             gr.Markdown(EXPLANATION, elem_classes=["help"])
         with gr.Column(visible=False) as local_box:
-            model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
-                               info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+            rules = policy()
+            if rules.public:
+                model = gr.Dropdown(list(rules.models), label="Model (this server's)", elem_id="local-model",
+                                    info="Runs take turns with the model; the status says your place in line.")
+            else:
+                model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
+                                   info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
         with gr.Column(visible=False) as remote_box:
             remote_url = gr.Textbox(label="Server URL (OpenAI-compatible /v1/completions)", elem_id="remote-url")
             remote_model = gr.Textbox(label="Model name", elem_id="remote-model")

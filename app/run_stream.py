@@ -28,8 +28,6 @@ from .state import LastRun, Session, run_key
 from .workbench import RENDER_TIMEOUT
 
 UPDATES_PER_SECOND = 15
-# After Stop, how long to wait for a runner to notice before leaving it behind.
-STOP_GRACE_SECONDS = 2.0
 # The run panel's settings controls, named as `RunSettings` fields.
 SETTINGS = ("runner", "recording", "pasted", "tokens_per_second", "model", "max_new_tokens", "temperature", "top_p",
             "seed", "remote_url", "remote_model")  # fmt: skip
@@ -99,19 +97,27 @@ _DONE = object()
 
 def _pump(runner: Any, prompt: str, tools: list | None, stop: threading.Event, out: queue.Queue) -> None:
     """Move the runner's chunks to `out` on a background thread (so the UI can coalesce updates
-    on a timer instead of waiting on the model)."""
+    on a timer instead of waiting on the model). The runner leaves as soon as Stop is set; what it
+    queued is bounded by the output cap (every runner stops there)."""
     try:
         for chunk in runner.stream(prompt, tools=tools, stop=stop):
-            out.put(chunk)
-            if stop.is_set():
+            if not _put(out, chunk, stop):
                 break
     except RunnerError as e:
-        out.put(e.diagnostic)
+        _put(out, e.diagnostic, stop)
     except Exception as e:  # noqa: BLE001 - a runner bug must still end as a message, not a hang
         log_failure(f"The {type(runner).__name__} failed", e)
-        out.put(Diagnostic("error", f"The runner failed unexpectedly ({type(e).__name__}); the server log has details.", "runner"))
+        _put(out, Diagnostic("error", f"The runner failed unexpectedly ({type(e).__name__}); the server log has details.", "runner"), stop)
     finally:
-        out.put(_DONE)
+        _put(out, _DONE, stop)
+
+
+def _put(out: queue.Queue, item: Any, stop: threading.Event) -> bool:
+    """Queue `item`; False (dropped) once Stop is set."""
+    if stop.is_set():
+        return False
+    out.put(item)
+    return True
 
 
 def _stream_value(view: StreamView, trace: Trace, classes: dict[str, str], prefix: str, errors_shown: int) -> dict:
@@ -127,6 +133,17 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
     """Run the current case and yield panel updates as the output streams (at most one per
     `interval` seconds, default 1/UPDATES_PER_SECOND; 0 yields after every chunk)."""
     interval = 1 / UPDATES_PER_SECOND if interval is None else interval
+    if not session.claim("run"):
+        yield not_started([Diagnostic("error", "A run is already going in this tab: stop it, or wait for it to end.", "runner")])
+        return
+    try:
+        for update in _stream_run(session, settings, api_key, interval):
+            yield update
+    finally:
+        session.done("run")
+
+
+def _stream_run(session: Session, settings: RunSettings, api_key: str | None, interval: float) -> Iterator[RunUpdate]:
     workspace = session.workspace
     workspace.run = settings
     run_id = uuid.uuid4().hex[:8]
@@ -135,7 +152,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
         yield not_started([Diagnostic("error", "The response template has errors; fix them to run (its editor shows where).", "response_template")])
         return
     case = workspace.case
-    rendered = workspace.render(case, timeout=RENDER_TIMEOUT)
+    rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
     if rendered.prompt is None:
         yield not_started([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics])
         return
@@ -145,7 +162,9 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
     except RunnerError as e:
         yield not_started([e.diagnostic])
         return
-    trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
+    regex = session.regex.active  # this visitor's regex allowance, around each parse step (not across yields)
+    with regex():
+        trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
     classes = field_classes(trace.template.fields)
     prefix = prefix_html(prompt, trace.prefix_segments(), classes)
     view = StreamView(run_id, classes, prefix)
@@ -158,6 +177,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
     seconds: list[float] = []
     first_region: float | None = None
     problems: list[Diagnostic] = []
+    full = False
     message_dump = message_json(trace.message)
     yield RunUpdate(
         stream=view.value(), legend=legend_html(classes), message=message_dump, events=events.value(),
@@ -169,26 +189,21 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
     pump.start()
     last_update = time.monotonic()
     dirty = False
-    stopped_at: float | None = None
     errors_shown = 0
+    waiting: int | None = None  # runs ahead in the line for the model, while waiting
     try:
-        while True:
-            if stop.is_set() and stopped_at is None:
-                stopped_at = time.monotonic()
-            wait = STOP_GRACE_SECONDS if stopped_at is not None else (max(0.0, last_update + interval - time.monotonic()) if dirty else 0.25)
+        while not stop.is_set():  # Stop ends the run at once: chunks still queued are not parsed
             try:
-                item = out.get(timeout=wait)
+                item = out.get(timeout=max(0.0, last_update + interval - time.monotonic()) if dirty else 0.25)
             except queue.Empty:
                 item = None
-                if stopped_at is not None and time.monotonic() - stopped_at >= STOP_GRACE_SECONDS:
-                    problems.append(Diagnostic("warning", "The runner did not stop in time; its output after Stop is ignored.", "runner"))
-                    break
             if item is _DONE:
                 break
             if isinstance(item, Diagnostic):
                 problems.append(item)
             elif item is not None:
-                step = trace.feed(item.text)
+                with regex():
+                    step = trace.feed(item.text)
                 chunks.append(item.text)
                 tokens.append(item.tokens)
                 seconds.append(item.seconds)
@@ -198,23 +213,31 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
                 if step.message_changed:
                     message_dump = message_json(trace.message)
                 dirty = True
+                if trace.full:  # over the output size limit (the trace says so): stop the runner
+                    stop.set()
+                    full = True
+            position = getattr(runner, "queue_position", None)
+            if position != waiting:
+                waiting = position
+                state = f"waiting for the model: {position} run{'s' if position > 1 else ''} ahead" if position else "starting…"
+                yield RunUpdate(stats=_stats_html(settings, 0, 0, None, 0, events.count, state))
             if dirty and time.monotonic() - last_update >= interval:
                 stream = _stream_value(view, trace, classes, prefix, errors_shown)
                 errors_shown = len(trace.diagnostics)
-                state = "stopping…" if stop.is_set() else "streaming"
                 yield RunUpdate(
                     stream=stream, events=events.value(), message=message_dump,
-                    stats=_stats_html(settings, tokens[-1] if tokens else 0, seconds[-1] if seconds else 0, first_region, len(chunks), events.count, state),
+                    stats=_stats_html(settings, tokens[-1] if tokens else 0, seconds[-1] if seconds else 0, first_region, len(chunks), events.count, "streaming"),
                 )  # fmt: skip
                 last_update = time.monotonic()
                 dirty = False
-        stopped = stop.is_set()  # Stop was pressed (before the finally below sets it anyway)
+        stopped = stop.is_set() and not full  # Stop was pressed (before the finally below sets it anyway)
     finally:
         # Also reached when the page cancels the generator: the runner must not outlive it.
         stop.set()
         if session.stop is stop:
             session.stop = None
-    step = trace.finalize()
+    with regex():
+        step = trace.finalize()
     events.add(step.events)
     problems += runner.diagnostics
     if isinstance(runner, LocalRunner) and runner.tokenizer is not None:
@@ -222,6 +245,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
     stream = _stream_value(view, trace, classes, prefix, errors_shown)
     expected_note = _expected_note(workspace, settings, trace.message, stopped)
     session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace))
+    session.touch()
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")
     yield RunUpdate(
         stream=stream, events=events.value(), message=message_json(trace.message),

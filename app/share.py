@@ -16,14 +16,19 @@ from .workbench import sync
 
 STORAGE_KEY = "template-playground/workspace"
 
-# Page load: what the server needs to restore (the fragment and the saved copy).
-BOOT_JS = f"""() => [JSON.stringify({{hash: window.location.hash, saved: (() => {{
-  try {{ return window.localStorage.getItem({STORAGE_KEY!r}); }} catch (e) {{ return null; }} }})()}})]"""
-
-# After restoring: drop the fragment, so a reload shows the author's later edits (kept in storage)
-# rather than the link's original state.
-CLEAR_HASH_JS = """() => { if (window.location.hash.startsWith('#s=')) {
-  history.replaceState(null, '', window.location.pathname + window.location.search); } }"""
+# Page load: what the server needs to restore (the fragment and the saved copy). The fragment is
+# dropped as soon as it is read, before the server sees it: a link that cannot be opened must not
+# fail again on every reload, and a reload after edits shows the edits (kept in storage), not the
+# link's original state.
+BOOT_JS = f"""() => {{
+  const hash = window.location.hash;
+  if (hash.startsWith('#s=')) {{
+    history.replaceState(null, '', window.location.pathname + window.location.search);
+  }}
+  let saved = null;
+  try {{ saved = window.localStorage.getItem({STORAGE_KEY!r}); }} catch (e) {{}}
+  return [JSON.stringify({{hash: hash, saved: saved}})];
+}}"""
 
 SAVE_JS = f"""(code) => {{ if (code) {{ try {{ window.localStorage.setItem({STORAGE_KEY!r}, code); }} catch (e) {{}} }} }}"""
 

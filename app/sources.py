@@ -12,6 +12,7 @@ from pathlib import Path
 from engine.diagnostics import Diagnostic
 from engine.hub import load_templates, read_uploads
 from engine.presets import load_preset, preset_names
+from engine.public import policy
 
 from engine.workspace import Workspace
 
@@ -82,7 +83,8 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
     """Templates from a Hub repo id (at a revision) or a local folder, into the current workspace."""
     repo = (repo or "").strip()
     if not repo:
-        return None, [Diagnostic("error", "Enter a repo id (owner/model) or a local folder.", "hub")]
+        where = "or a local folder" if policy().allow_paths else "(on this public server, Hub repos only)"
+        return None, [Diagnostic("error", f"Enter a repo id (owner/model) {where}.", "hub")]
     loaded = load_templates(repo, (revision or "").strip() or None)
     if not loaded.ok:
         return None, loaded.diagnostics
@@ -111,7 +113,9 @@ def restore(boot: str) -> tuple[Workspace | None, str]:
     else None (the default preset). Returns what to tell the author."""
     try:
         data = json.loads(boot or "{}")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError, TypeError):
+        data = {}
+    if not isinstance(data, dict):
         data = {}
     fragment = str(data.get("hash") or "")
     if fragment.startswith("#s="):

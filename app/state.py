@@ -15,19 +15,31 @@ from __future__ import annotations
 import base64
 import copy
 import binascii
+import itertools
 import json
 import threading
+import time
+import uuid
+import weakref
 import zlib
+from array import array
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine.diagnostics import Diagnostic
+from engine import limits
+from engine.inputs import depth, printable_value
 from engine.presets import load_preset
+from engine.regex_bounds import RegexAllowance
 from engine.workspace import SCHEMA_VERSION, Workspace
 
 # A share code decompresses to at most this much JSON: a link is untrusted input (zip bombs).
 MAX_SHARE_BYTES = 4_000_000
 DEFAULT_PRESET = "smollm3"
+# A session idle this long lets go of what it holds only for speed or replay (its last run, the last
+# prompt's HTML, the last checks): the memory comes back even if the tab is never closed. Its
+# templates and cases stay. (Gradio itself drops a closed tab's state after an hour.)
+IDLE_SECONDS = 30 * 60
 
 
 def default_workspace() -> Workspace:
@@ -39,14 +51,18 @@ def default_workspace() -> Workspace:
 
 
 def encode_workspace(workspace: Workspace) -> str:
-    """The share code: compact JSON, zlib-compressed, base64url without padding."""
-    raw = json.dumps(workspace.to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
+    """The share code: compact JSON, zlib-compressed, base64url without padding. ASCII JSON, so text
+    that is not valid Unicode (a lone surrogate typed into an editor) still encodes, and comes back
+    as it was to be reported where it is."""
+    raw = json.dumps(workspace.to_dict(), ensure_ascii=True, separators=(",", ":")).encode()
     return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
 
 
 def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
-    """The workspace in a share code, or a diagnostic saying why the link cannot be opened."""
-    code = (code or "").strip()
+    """The workspace in a share code, or a diagnostic saying why the link cannot be opened. Never
+    raises: a link is untrusted input (cut short, tampered with, a future version, nested a
+    thousand levels deep…)."""
+    code = (code or "").strip() if isinstance(code, str) else ""
     for prefix in ("#", "s="):
         code = code.removeprefix(prefix)
     try:
@@ -56,30 +72,51 @@ def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
         if inflater.unconsumed_tail:
             raise ValueError(f"it expands to more than {MAX_SHARE_BYTES:,} bytes")
         data = json.loads(raw.decode())
-        if isinstance(data, dict) and data.get("v", SCHEMA_VERSION) > SCHEMA_VERSION:
+        version = data.get("v", SCHEMA_VERSION) if isinstance(data, dict) else None
+        if not isinstance(version, int):
+            raise ValueError("it is not a playground state")
+        if version > SCHEMA_VERSION:
             raise ValueError("it was made by a newer version of the playground")
-        return Workspace.from_dict(data), None
-    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, ValueError) as e:
+        if depth(data) > limits.MAX_JSON_DEPTH:
+            raise ValueError(f"it is nested more than {limits.MAX_JSON_DEPTH} levels deep")
+        # Text that is not valid Unicode (typed through the API, saved by `encode_workspace`) cannot
+        # be shown in an editor: it comes back as U+FFFD.
+        return Workspace.from_dict(printable_value(data)), None
+    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError,
+            AttributeError, RecursionError) as e:
+        reason = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) else "it is damaged"
         return None, Diagnostic(
             "error",
-            f"This link's saved state cannot be opened: {e}.",
+            f"This link's saved state cannot be opened: {reason}.",
             "preset",
             hint="The link may be cut short; ask for it again, or pick a preset.",
         )
 
 
-@dataclass
 class LastRun:
     """What step-through replays: the chunks a run streamed and what they were parsed against, and
-    what it ran with (a run belongs to those templates and that case)."""
+    what it ran with (a run belongs to those templates and that case). Kept compact (one string and
+    arrays of chunk ends, token counts and times, not a list of a hundred thousand small strings):
+    it stays in the session after the run."""
 
-    prompt: str
-    tools: list | None
-    response_spec: dict
-    chunks: list[str]
-    tokens: list[int]
-    seconds: list[float]
-    ran_with: tuple = ()  # `run_key` of the workspace when it ran
+    def __init__(self, prompt: str, tools: list | None, response_spec: dict, chunks: list[str], tokens: list[int],
+                 seconds: list[float], ran_with: tuple = ()):
+        self.prompt = prompt
+        self.tools = tools
+        self.response_spec = response_spec
+        self.output = "".join(chunks)
+        self.ends = array("I", itertools.accumulate(len(c) for c in chunks))
+        self.tokens = array("I", tokens)
+        self.seconds = array("f", seconds)
+        self.ran_with = ran_with  # `run_key` of the workspace when it ran
+
+    @property
+    def chunks(self) -> list[str]:
+        """The chunks as the run streamed them."""
+        return [self.output[a:b] for a, b in zip(itertools.chain((0,), self.ends), self.ends)]
+
+    def __len__(self) -> int:
+        return len(self.ends)
 
     def matches(self, workspace: Workspace) -> bool:
         """Whether the workspace still has the templates and case this run ran with."""
@@ -109,6 +146,18 @@ class Session:
     # prompt's tokens); None until they run a local model. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)
     stop: threading.Event | None = field(default=None, repr=False)
+    # Who this is to the render workers and the line for the model (one call at a time each).
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # Events of this session in flight, by kind ("refresh", "run", "checks"…): at most one each.
+    busy: set = field(default_factory=set, repr=False)
+    edits: int = 0  # edits synced so far (a running refresh renders again if more arrive meanwhile)
+    form_problems: list = field(default_factory=list, repr=False)  # the case form's, at the last edit
+    last_used: float = field(default_factory=time.monotonic, repr=False)
+    # This visitor's share of regex time, whatever number of edits and runs they send.
+    regex: RegexAllowance = field(default_factory=RegexAllowance, repr=False)
+
+    def __post_init__(self) -> None:
+        _live.add(self)
 
     def run_is_stale(self) -> bool:
         """Whether the last run belongs to other templates or another case than the workspace's now."""
@@ -122,6 +171,79 @@ class Session:
 
     def __deepcopy__(self, memo: dict) -> Session:
         # Gradio copies a state's initial value per session; a stop Event cannot be copied (and
-        # must never be shared), nor is a tokenizer ever shared: a copy starts without either.
-        kept = {f.name: copy.deepcopy(getattr(self, f.name), memo) for f in fields(self) if f.name not in ("stop", "tokenizer")}
+        # must never be shared), nor is a tokenizer ever shared: a copy starts without either, and with
+        # its own id, events in flight and regex allowance (a copy is another visitor).
+        kept = {f.name: copy.deepcopy(getattr(self, f.name), memo) for f in fields(self) if f.name not in _NOT_COPIED}
         return Session(**kept)
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+    def touch(self) -> None:
+        """An event of this session: it is in use (see `drop_idle`)."""
+        self.last_used = time.monotonic()
+
+    def claim(self, kind: str) -> bool:
+        """Start an event of `kind` unless one is running for this session (then False: the caller
+        answers at once instead of holding a server thread; one visitor's events never queue up)."""
+        self.touch()
+        with _BUSY_LOCK:
+            if kind in self.busy:
+                return False
+            self.busy.add(kind)
+            return True
+
+    def done(self, kind: str) -> None:
+        with _BUSY_LOCK:
+            self.busy.discard(kind)
+
+    def edited(self) -> bool:
+        """An edit was synced: count it, and claim the refresh if none is running (False: the running
+        refresh will render this edit when it ends, see `finished_refresh`)."""
+        self.touch()
+        with _BUSY_LOCK:
+            self.edits += 1
+            if "refresh" in self.busy:
+                return False
+            self.busy.add("refresh")
+            return True
+
+    def finished_refresh(self, rendered: int) -> bool:
+        """A refresh rendered the workspace as of edit `rendered`: True (and the refresh released) if
+        no edit came since; False if one did and the refresh must render again."""
+        with _BUSY_LOCK:
+            if self.edits == rendered:
+                self.busy.discard("refresh")
+                return True
+            return False
+
+    def release(self) -> None:
+        """Let go of what only speeds up or replays (kept: the workspace and a draft under review)."""
+        self.last_run = None
+        self.last_prompt_html = ""
+        self.checks, self.engines, self.selected_check = [], {}, None
+        self.tokenizer = None
+
+
+# What a copy of a session starts afresh.
+_NOT_COPIED = ("stop", "tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex")
+# Guards every session's `busy` and `edits` (held for a few instructions; not a field: Gradio copies
+# the session's fields, and a lock cannot be copied).
+_BUSY_LOCK = threading.Lock()
+
+# Every live session (weakly: Gradio owns them), so idle ones can let go of their memory.
+_live: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def drop_idle(idle_seconds: float = IDLE_SECONDS) -> int:
+    """Release the memory of sessions idle for `idle_seconds`; returns how many let go of something."""
+    now = time.monotonic()
+    dropped = 0
+    for session in list(_live):
+        if now - session.last_used > idle_seconds and not session.busy and (session.last_run or session.last_prompt_html):
+            session.release()
+            dropped += 1
+    return dropped

@@ -18,8 +18,10 @@ EMPTY = '<div class="step-empty">Run something, then move the slider to replay i
 
 
 def step_through(session: Session, step: float) -> dict[str, str]:
-    """The slider moved: the step-through view at that position."""
-    return {"step_view": step_view(session, step)}
+    """The slider moved: the step-through view at that position (within the visitor's regex allowance)."""
+    session.touch()
+    with session.regex.active():
+        return {"step_view": step_view(session, step)}
 
 
 def step_view(session: Session, position: float) -> str:

@@ -70,6 +70,8 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
         unknown = set(result) - set(outputs)
         if unknown:
             raise KeyError(f"{handler.__name__} returned values for {sorted(unknown)}, which are not its outputs")
+        if not result and outputs:  # nothing changes: Gradio needs at least one output named
+            return {next(iter(outputs.values())): gr.skip()}
         return {outputs[name]: value for name, value in result.items()}
 
     if inspect.isgeneratorfunction(handler):

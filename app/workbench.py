@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from engine import limits
 from engine.diagnostics import Diagnostic, has_errors
 from engine.errors import log_failure
 from engine.response_spec import LoadedSpec, literal_delimiters, load_response_spec
@@ -22,7 +23,7 @@ from .state import Session, encode_workspace
 
 # Templates are untrusted code: the app renders in engine.sandbox's killable worker, bounded in time
 # and memory. The first render also waits for the worker to start (about a second).
-RENDER_TIMEOUT = 10.0
+RENDER_TIMEOUT = limits.RENDER_SECONDS
 # Shown over a run once the templates or the case it ran with have changed.
 STALE_NOTE = ('<div class="stale-banner run-stale">The output below ran with other templates or another case: run again to '
               "update it. The checks leave it out.</div>")
@@ -54,7 +55,7 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
-    result = workspace.render(case, timeout=RENDER_TIMEOUT)
+    result = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -69,11 +70,11 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
     if spec is not None:
         trace = Trace(spec, prompt=prompt, tools=case.tools)
         classes = field_classes(trace.template.fields)
-        anchor_end = trace.anchor_end if trace.template.start_anchor_re.search(prompt) else None
+        anchor_end = trace.anchor_end if trace.anchor_found else None
         prefix_segments = trace.prefix_segments()
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
         special |= literal_delimiters(trace.template)
-    gen_start = workspace.generation_start(case, prompt, timeout=RENDER_TIMEOUT)
+    gen_start = workspace.generation_start(case, prompt, timeout=RENDER_TIMEOUT, owner=session.id)
     body = prompt_html(
         prompt,
         special_tokens=special,
@@ -98,6 +99,17 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
     return PromptView(prompt, body, " · ".join(info), chat_diags, case_diags, response_diags)
 
 
+def _view(session: Session, show_whitespace: bool) -> PromptView:
+    try:
+        with session.regex.active():
+            return build_prompt_view(session, show_whitespace)
+    except Exception as e:  # noqa: BLE001 - whatever an edit does, the page keeps working and says why
+        log_failure("Refreshing the prompt failed", e)
+        problem = Diagnostic("error", f"Unexpected problem while rendering ({type(e).__name__}); the server log has details.",
+                             "chat_template")
+        return PromptView(None, session.last_prompt_html, "⚠ not rendered", [problem], [], [])
+
+
 def sync(session: Session, chat_template: str | None, response_template: str | None, form_case: str,
          form: dict[str, Any]) -> list[Diagnostic]:
     """Write the editors and the case form into the workspace; returns the case form's problems."""
@@ -110,16 +122,24 @@ def sync(session: Session, chat_template: str | None, response_template: str | N
 def refresh(session: Session, chat_template: str, response_template: str, form_case: str, show_whitespace: bool,
             **form: Any) -> dict[str, Any]:
     """The editors changed: each editor's diagnostics, the case's, the prompt and its info line, and
-    the state code browser storage keeps."""
-    form_problems = sync(session, chat_template, response_template, form_case, form)
+    the state code browser storage keeps.
+
+    One refresh per session at a time: an edit that arrives while one runs is synced and answered
+    at once with no change, and the running refresh renders again with it before it answers. So a
+    visitor's edits never pile up server threads, and the page always ends on the latest edit."""
+    session.form_problems = sync(session, chat_template, response_template, form_case, form)
+    if not session.edited():
+        return {}
     try:
-        view = build_prompt_view(session, show_whitespace)
-    except Exception as e:  # noqa: BLE001 - whatever an edit does, the page keeps working and says why
-        log_failure("Refreshing the prompt failed", e)
-        problem = Diagnostic("error", f"Unexpected problem while rendering ({type(e).__name__}); the server log has details.",
-                             "chat_template")
-        view = PromptView(None, session.last_prompt_html, "⚠ not rendered", [problem], [], [])
-    case_diags = form_problems + view.case_diagnostics
+        while True:
+            rendered = session.edits
+            view = _view(session, show_whitespace)
+            if session.finished_refresh(rendered):
+                break
+    except BaseException:
+        session.done("refresh")
+        raise
+    case_diags = session.form_problems + view.case_diagnostics
     return {
         "chat_diagnostics": diagnostics_html(view.chat_diagnostics, "Chat template renders this case."),
         "response_diagnostics": diagnostics_html(view.response_diagnostics, "Response template loads."),

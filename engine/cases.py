@@ -33,6 +33,9 @@ class Case:
         values.setdefault("name", name or "case")
         if "messages" not in values:
             raise ValueError(f"Case {values['name']!r} has no 'messages'.")
+        for key, types, shape in _SHAPES:
+            if key in values and not isinstance(values[key], types):
+                raise ValueError(f"Case {values['name']!r}: {key!r} must be {shape}, got {type(values[key]).__name__}.")
         return cls(**values)
 
     def to_dict(self) -> dict:
@@ -49,6 +52,20 @@ class Case:
         if self.description:
             data["description"] = self.description
         return data
+
+
+# What each key of a case file holds (checked on load, so a wrong type is a message, not a crash).
+_SHAPES = (
+    ("name", str, "text"),
+    ("messages", list, "a list of messages"),
+    ("tools", (list, type(None)), "a list of tools (or null)"),
+    ("documents", (list, type(None)), "a list of documents (or null)"),
+    ("add_generation_prompt", bool, "true or false"),
+    ("continue_final_message", (bool, str), "true, false or a string"),
+    ("template_kwargs", dict, "an object"),
+    ("special_tokens", dict, "an object"),
+    ("description", str, "text"),
+)
 
 
 @dataclass
@@ -78,9 +95,10 @@ def render_case(
     special_tokens: dict | None = None,
     template_kwargs: dict | None = None,
     timeout: float | None = None,
+    owner: Any = None,
 ) -> RenderResult:
     """Render a case. The case's own special tokens and kwargs win over the preset's defaults.
-    `timeout` renders in the killable worker (see `engine.render.render`)."""
+    `timeout` renders in the killable worker, `owner` is whose render it is (see `engine.render.render`)."""
     return render(
         chat_template,
         case.messages,
@@ -88,9 +106,10 @@ def render_case(
         case.documents,
         add_generation_prompt=case.add_generation_prompt,
         continue_final_message=case.continue_final_message,
-        template_kwargs={**(template_kwargs or {}), **case.template_kwargs},
-        special_tokens={**(special_tokens or {}), **case.special_tokens},
+        template_kwargs=_merged(template_kwargs, case.template_kwargs),
+        special_tokens=_merged(special_tokens, case.special_tokens),
         timeout=timeout,
+        owner=owner,
     )
 
 
@@ -101,6 +120,7 @@ def generation_start(
     special_tokens: dict | None = None,
     template_kwargs: dict | None = None,
     timeout: float | None = None,
+    owner: Any = None,
 ) -> int | None:
     """Where the generation prompt begins in `prompt` (the case rendered with it): the case rendered
     without it must be a strict prefix of `prompt`. None when the case has no generation prompt, or
@@ -108,7 +128,13 @@ def generation_start(
     if not case.add_generation_prompt:
         return None
     without = render_case(chat_template, replace(case, add_generation_prompt=False), special_tokens, template_kwargs,
-                          timeout=timeout)
+                          timeout=timeout, owner=owner)
     if without.prompt is not None and len(without.prompt) < len(prompt) and prompt.startswith(without.prompt):
         return len(without.prompt)
     return None
+
+
+def _merged(defaults: dict | None, own: Any) -> Any:
+    """The case's own values over the defaults; a value of the wrong type is passed on as it is,
+    for `render` to report."""
+    return {**(defaults or {}), **own} if isinstance(own, dict) else own

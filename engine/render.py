@@ -16,15 +16,17 @@ from typing import Any
 import jinja2
 from transformers.utils.chat_template_utils import render_jinja_template
 
+from . import limits
 from .diagnostics import Diagnostic, line_text
 from .error_place import runtime_error_column, syntax_error_place
 from .errors import log_failure, quoted
-from .sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+from .inputs import check_text, check_value
+from .sandbox import SandboxBusy, SandboxCrashed, SandboxTimeout, run_bounded
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
-MAX_PROMPT_CHARS = 4_000_000
+MAX_PROMPT_CHARS = limits.MAX_PROMPT_CHARS
 
 # Names the renderer passes itself; a template kwarg with one of these names would be ambiguous.
 RESERVED_KWARGS = frozenset({"messages", "tools", "documents", "add_generation_prompt", "chat_template"})
@@ -88,21 +90,26 @@ def render(
     special_tokens: dict | None = None,
     template_name: str | None = None,
     timeout: float | None = None,
+    owner: Any = None,
 ) -> RenderResult:
     """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
     these special tokens. Never raises: every failure is a diagnostic on the result.
 
     With `timeout` (seconds), rendering runs in a killable worker process with a memory cap
-    (engine.sandbox): what the app does, since templates are untrusted code."""
+    (engine.sandbox): what the app and the command line do, since templates are untrusted code.
+    The answer comes within `timeout`, waiting for a free worker included; `owner` (a visitor's
+    session) has one render running at a time, so one visitor's slow templates never wait in
+    front of another's. In a script, call it under `if __name__ == "__main__":` as multiprocessing
+    asks (the worker does not re-run the script either way)."""
     if timeout is not None:
         plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
         return _render_bounded(
-            timeout,
+            timeout, owner,
             chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
             template_name=template_name, **plain,
         )  # fmt: skip
-    problems = _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
+    problems = _check_template(chat_template) or _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
         return RenderResult(None, diagnostics=problems)
     try:
@@ -158,9 +165,16 @@ def render(
     return RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
 
 
-def _render_bounded(timeout: float, **kwargs: Any) -> RenderResult:
+def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
+    # Inputs are checked here first: a value too deep to send to a worker gets its own message.
+    problems = _check_template(kwargs["chat_template"]) or _check_inputs(
+        kwargs["messages"], kwargs["tools"], kwargs["documents"], kwargs["template_kwargs"], kwargs["special_tokens"])
+    if problems:
+        return RenderResult(None, diagnostics=problems)
     try:
-        return shared_pool().call(render, kwargs, timeout)
+        return run_bounded(render, kwargs, timeout, owner)
+    except SandboxBusy as e:
+        message, hint = f"Rendering {e}.", "The server is busy; the next edit tries again."
     except SandboxTimeout as e:
         message, hint = f"Rendering stopped: the template {e}.", "Look for nested loops over large ranges."
     except SandboxCrashed as e:
@@ -198,18 +212,38 @@ def template_error(error: Exception, template: str, variables: dict | None = Non
             snippet=line_text(template, line),
             hint=_syntax_hint(error.message or ""),
         )
-    line = None
-    for frame in traceback.extract_tb(error.__traceback__):
-        if frame.filename == "<template>":
-            line = frame.lineno
+    line, in_template = _template_line(error)
     snippet = line_text(template, line)
     message, hint, needle = _describe_runtime_error(error)
     column = runtime_error_column(environment, template, line, error, variables) if line and variables is not None else None
     if column is None and snippet is not None and needle:
         found = snippet.find(needle)
         column = found + 1 if found >= 0 else None
-    source = "case" if line is None and isinstance(error, (TypeError, ValueError)) else "chat_template"
+    # A type or value error outside the template's code is about the input (a message of the wrong shape).
+    source = "chat_template" if in_template or not isinstance(error, (TypeError, ValueError)) else "case"
     return Diagnostic("error", message, source, line=line, column=column, snippet=snippet, hint=hint)
+
+
+def _template_line(error: Exception) -> tuple[int | None, bool]:
+    """The template line an exception came from, and whether it came from the template at all: its
+    own frames (`<template>`), or Jinja compiling it (constant folding evaluates `10**5000|string`
+    while compiling; the node being compiled knows its line)."""
+    line, in_template = None, False
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if code.co_filename == "<template>":
+            line, in_template = tb.tb_lineno, True
+        elif _JINJA_DIR and code.co_filename.startswith(_JINJA_DIR):
+            in_template = True
+            node = tb.tb_frame.f_locals.get("node")
+            if isinstance(getattr(node, "lineno", None), int):
+                line = node.lineno
+        tb = tb.tb_next
+    return line, in_template
+
+
+_JINJA_DIR = jinja2.__file__.rsplit("/", 1)[0] + "/" if "/" in jinja2.__file__ else None
 
 
 def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | None]:
@@ -248,11 +282,24 @@ def _syntax_hint(message: str) -> str | None:
     return None
 
 
+def _check_template(chat_template: Any) -> list[Diagnostic]:
+    """The template text's size and encoding (named templates: each of them)."""
+    if isinstance(chat_template, dict):
+        return [d for name, text in chat_template.items()
+                for d in check_text(text, "chat_template", f"chat template {name!r}", limits.MAX_CHAT_TEMPLATE_CHARS)]
+    return check_text(chat_template, "chat_template", "chat template", limits.MAX_CHAT_TEMPLATE_CHARS)
+
+
 def _check_inputs(
     messages: Any, tools: Any, documents: Any, template_kwargs: Any, special_tokens: Any
 ) -> list[Diagnostic]:
     """Input shape checks, so a malformed case gets a clear message rather than a template error."""
     problems: list[Diagnostic] = []
+    for what, value in (("messages", messages), ("tools", tools), ("documents", documents),
+                        ("template kwargs", template_kwargs), ("special tokens", special_tokens)):
+        problems += check_value(value, "case", what)
+    if problems:
+        return problems
 
     def bad(message: str, hint: str | None = None) -> None:
         problems.append(Diagnostic("error", message, "case", hint=hint))

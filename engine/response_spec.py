@@ -14,7 +14,9 @@ from typing import Any
 import regex
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
-from .diagnostics import Diagnostic, json_error, line_col, line_text
+from . import limits, regex_bounds
+from .diagnostics import Diagnostic, line_col, line_text
+from .inputs import check_value, load_json
 
 # The keys a field may have, longest first so "open_pattern" is found before "open" in a message.
 FIELD_KEYS = sorted(
@@ -44,16 +46,20 @@ class LoadedSpec:
 
 def load_response_spec(text: str) -> LoadedSpec:
     """Parse and validate the response template JSON text. Never raises."""
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        return LoadedSpec(None, None, [json_error(text, e, "response_template")])
+    data, problems = load_json(text, "response_template", "response template", limits.MAX_RESPONSE_TEMPLATE_CHARS,
+                               label="Invalid JSON")
+    if problems:
+        return LoadedSpec(None, None, problems)
     return compile_spec(data, text)
 
 
 def compile_spec(data: Any, text: str | None = None) -> LoadedSpec:
     """Validate spec data with transformers. When the JSON `text` it came from is given, each
-    message is located at the line and column of the key it names."""
+    message is located at the line and column of the key it names. Author regexes compile with
+    bounds (engine.regex_bounds): a pattern too costly to compile is an error on its key."""
+    problems = check_value(data, "response_template", "response template", text)
+    if problems:
+        return LoadedSpec(None, None, problems)
     try:
         template = load_response_template(data)
     except Exception as e:  # noqa: BLE001 - any rejection is the author's to see
@@ -114,7 +120,7 @@ def _extra_checks(data: dict, text: str | None) -> list[Diagnostic]:
         if pattern is None:
             continue
         try:
-            compiled = regex.compile(pattern, regex.DOTALL)
+            compiled = regex_bounds.compile(pattern, regex.DOTALL)
         except (regex.error, TypeError) as e:
             problems.append(_at(text, ("fields", name, "content_args", "tag_pattern"), f"Field '{name}': invalid tag_pattern regex: {e}"))
             continue
@@ -183,7 +189,7 @@ def key_offsets(text: str) -> dict[tuple, int]:
 
     try:
         value(0, ())
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         return {}
     return offsets
 

@@ -2,34 +2,63 @@
 
 transformers' sandboxed Jinja stops a template from escaping, but not from running for hours
 (`{% for i in range(100000) %}{% for j in range(100000) %}…`) or from filling memory. The app
-renders through here: a long-lived worker process (so transformers is imported once) with a memory
+renders through here: long-lived worker processes (so transformers is imported once) with a memory
 cap; a call that overruns its time is answered with a diagnostic and the worker is killed and
-replaced. Calls are serialised per worker; the app keeps a few workers for concurrent users.
+replaced.
+
+The pool is fair to concurrent visitors: a call takes an idle worker or starts a new one (up to a
+maximum), never queues behind a busy worker while another could serve it, and its time limit
+counts from the moment it was made, waiting included, so a call is answered within its limit
+whatever else is running. Each caller (`owner`, e.g. a browser session) has at most
+`per_owner` calls running at once: one visitor's slow templates wait behind each other, not in
+front of everyone else's.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import sys
 import threading
-from collections.abc import Callable
+import time
+import types
+from collections.abc import Callable, Hashable
 from multiprocessing.connection import Connection
 from typing import Any
 
-# Address-space cap of a worker. Rendering needs tens of MB; 1.5 GB leaves room for big prompts.
-MEMORY_LIMIT_BYTES = 1536 * 1024 * 1024
+from . import limits
+
+# Set in a worker process: code that would otherwise hand work to a worker runs it in place.
+IN_WORKER = False
 
 
 class SandboxTimeout(Exception):
     """The call did not finish in time; the worker running it was killed."""
 
 
+class SandboxBusy(SandboxTimeout):
+    """No worker became free within the call's time limit (the server is busy)."""
+
+
 class SandboxCrashed(Exception):
     """The worker died (e.g. it hit the memory cap)."""
 
 
-def _serve(connection: Connection, memory_limit: int | None) -> None:
+# Workers run at a lower scheduling priority than the server: when templates keep the CPU busy,
+# the server still answers pages and short requests first.
+WORKER_NICENESS = 10
+
+
+def _serve(connection: Connection, memory_limit: int | None, alive: Connection | None = None) -> None:
     """The worker's loop: receive (function, kwargs), send back ("ok", result) or ("error", exception)."""
+    global IN_WORKER
+    IN_WORKER = True
+    if alive is not None:
+        threading.Thread(target=_exit_with_server, args=(alive,), daemon=True).start()
+    try:
+        os.nice(WORKER_NICENESS)
+    except (AttributeError, OSError):  # not on every platform
+        pass
     if memory_limit:
         try:
             import resource
@@ -46,25 +75,44 @@ def _serve(connection: Connection, memory_limit: int | None) -> None:
             connection.send(("ok", function(**kwargs)))
         except MemoryError:
             connection.send(("error", SandboxCrashed("the template used more memory than allowed")))
+        except RecursionError:
+            connection.send(("error", SandboxCrashed("the input is nested too deeply")))
         except Exception as e:  # noqa: BLE001 - returned to the caller as it is
-            connection.send(("error", e))
+            try:
+                connection.send(("error", e))
+            except Exception:  # noqa: BLE001 - an exception that cannot be pickled
+                connection.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+def _exit_with_server(alive: Connection) -> None:
+    """A worker busy with a runaway template never reads its pipe again; if the server goes away
+    (stopped, crashed), this ends the worker rather than leave it running with no one to kill it."""
+    try:
+        alive.recv()
+    except (EOFError, OSError):
+        pass
+    os._exit(1)
 
 
 class Worker:
     """One killable child process. `call` runs a module-level function in it with a time limit."""
 
-    def __init__(self, memory_limit: int | None = MEMORY_LIMIT_BYTES):
+    def __init__(self, memory_limit: int | None = limits.WORKER_MEMORY_BYTES):
         self._memory_limit = memory_limit
         self._lock = threading.Lock()
         self._process: multiprocessing.Process | None = None
         self._connection: Connection | None = None
+        self._alive: Connection | None = None  # held open while the worker should live
 
     def _start(self) -> None:
         context = _context()
         parent, child = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child, self._memory_limit), daemon=True)
-        self._process.start()
+        watched, self._alive = context.Pipe(duplex=False)
+        self._process = context.Process(target=_serve, args=(child, self._memory_limit, watched), daemon=True)
+        with _without_main_module():
+            self._process.start()
         child.close()
+        watched.close()
         self._connection = parent
 
     def call(self, function: Callable[..., Any], kwargs: dict, timeout: float) -> Any:
@@ -73,13 +121,13 @@ class Worker:
                 self._start()
             assert self._connection is not None
             self._connection.send((function, kwargs))
-            # The first call also waits for the worker to import transformers (about a second).
-            if not self._connection.poll(timeout):
+            # A fresh worker also waits here for the fork server (started once per process).
+            if not self._connection.poll(max(timeout, 0)):
                 self.stop()
-                raise SandboxTimeout(f"took longer than {timeout:g} s")
+                raise SandboxTimeout(f"took longer than {_seconds(timeout)}")
             try:
                 status, value = self._connection.recv()
-            except EOFError:
+            except (EOFError, OSError):
                 self.stop()
                 raise SandboxCrashed("the worker stopped unexpectedly (memory limit?)") from None
             if status == "error":
@@ -92,13 +140,22 @@ class Worker:
             if self._process is None or not self._process.is_alive():
                 self._start()
 
+    @property
+    def alive(self) -> bool:
+        return self._process is not None and self._process.is_alive()
+
     def stop(self) -> None:
         if self._process is not None:
             self._process.kill()
             self._process.join(timeout=5)
-        if self._connection is not None:
-            self._connection.close()
-        self._process = self._connection = None
+        for end in (self._connection, self._alive):
+            if end is not None:
+                end.close()
+        self._process = self._connection = self._alive = None
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3g} s"
 
 
 def _context() -> Any:
@@ -108,28 +165,104 @@ def _context() -> Any:
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["__main__", "engine.render", "engine.checks"])
+    context.set_forkserver_preload(["engine.render", "engine.checks", "engine.regex_bounds"])
     return context
 
 
-class Pool:
-    """A few workers, so concurrent users do not wait on each other's renders."""
+_MAIN_LOCK = threading.Lock()
 
-    def __init__(self, size: int = 2):
-        self._workers = [Worker() for _ in range(size)]
-        self._next = 0
-        self._lock = threading.Lock()
+
+class _without_main_module:
+    """Start a worker without it importing the caller's `__main__`. multiprocessing re-imports the
+    main script in its children (and in the fork server), so a script that calls
+    `render(timeout=…)` without an `if __name__ == "__main__":` guard would run again in each of
+    them. Workers only run engine functions, so they never need the script: while a worker
+    starts, `__main__` is a blank module (which multiprocessing skips)."""
+
+    def __enter__(self) -> None:
+        _MAIN_LOCK.acquire()
+        self._main = sys.modules.get("__main__")
+        blank = types.ModuleType("__main__")
+        blank.__spec__ = None
+        sys.modules["__main__"] = blank
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._main is not None:
+            sys.modules["__main__"] = self._main
+        _MAIN_LOCK.release()
+
+
+class Pool:
+    """Workers for concurrent callers. `call` takes an idle worker, or starts one while there are
+    fewer than `max_size`; else it waits, and the wait counts against its time limit."""
+
+    def __init__(self, size: int = 2, max_size: int | None = None, per_owner: int = 1):
+        self._size = max(1, size)
+        self._max = max(self._size, max_size or self._size)
+        self._per_owner = max(1, per_owner)
+        self._idle: list[Worker] = [Worker() for _ in range(self._size)]
+        self._count = self._size  # workers that exist (idle or busy)
+        self._running: dict[Hashable, int] = {}  # calls running per owner
+        self._busy = 0
+        self._changed = threading.Condition()
 
     def warm(self) -> None:
-        """Start every worker (the app calls this at launch, in the background)."""
-        for worker in self._workers:
+        """Start the idle workers (the app calls this at launch, in the background)."""
+        with self._changed:
+            idle = list(self._idle)
+        for worker in idle:
             worker.start()
 
-    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float) -> Any:
-        with self._lock:
-            worker = self._workers[self._next % len(self._workers)]
-            self._next += 1
-        return worker.call(function, kwargs, timeout)
+    def stats(self) -> dict[str, int]:
+        """Workers that exist, are idle, and calls running (for tests and the logs)."""
+        with self._changed:
+            return {"workers": self._count, "idle": len(self._idle), "running": self._busy}
+
+    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None) -> Any:
+        """Run `function(**kwargs)` in a worker; the answer comes within `timeout` seconds of this
+        call, or SandboxBusy (no worker became free) / SandboxTimeout (the worker was killed)."""
+        deadline = time.monotonic() + timeout
+        worker = self._acquire(owner, deadline, timeout)
+        try:
+            return worker.call(function, kwargs, deadline - time.monotonic())
+        finally:
+            self._release(worker, owner)
+
+    def _acquire(self, owner: Hashable, deadline: float, timeout: float) -> Worker:
+        with self._changed:
+            while True:
+                mine = owner is not None and self._running.get(owner, 0) >= self._per_owner
+                if not mine and (self._idle or self._count < self._max):
+                    if self._idle:
+                        worker = self._idle.pop()
+                    else:
+                        worker, self._count = Worker(), self._count + 1
+                    if owner is not None:
+                        self._running[owner] = self._running.get(owner, 0) + 1
+                    self._busy += 1
+                    return worker
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    why = "your previous request is still running" if mine else "every worker is busy"
+                    raise SandboxBusy(f"could not start within {_seconds(timeout)}: {why}")
+                self._changed.wait(left)
+
+    def _release(self, worker: Worker, owner: Hashable) -> None:
+        with self._changed:
+            self._busy -= 1
+            if owner is not None:
+                self._running[owner] -= 1
+                if not self._running[owner]:
+                    del self._running[owner]
+            # Keep `size` workers; a worker started for a burst goes away when it is done.
+            if len(self._idle) < self._size:
+                self._idle.append(worker)
+                worker = None  # type: ignore[assignment]
+            else:
+                self._count -= 1
+            self._changed.notify_all()
+        if worker is not None:
+            worker.stop()
 
 
 _pool: Pool | None = None
@@ -140,5 +273,13 @@ def shared_pool() -> Pool:
     global _pool
     with _pool_lock:
         if _pool is None:
-            _pool = Pool(size=int(os.environ.get("PLAYGROUND_RENDER_WORKERS", "2")))
+            _pool = Pool(size=limits.RENDER_WORKERS, max_size=limits.MAX_RENDER_WORKERS)
         return _pool
+
+
+def run_bounded(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None) -> Any:
+    """`function(**kwargs)` in the shared pool; inside a worker already, run it in place (the
+    worker is itself killable and memory-capped)."""
+    if IN_WORKER:
+        return function(**kwargs)
+    return shared_pool().call(function, kwargs, timeout, owner)

@@ -27,7 +27,9 @@ from typing import Any, Literal, NamedTuple
 from transformers.utils.chat_parsing import ResponseParser
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
+from . import limits
 from .diagnostics import Diagnostic
+from .regex_bounds import NO_BUDGET, RegexBudget, RegexTimeout, runs_author_regexes
 from .transformers_compat import TransformersChanged, consumed_position
 
 SegmentKind = Literal["body", "open", "close", "discarded", "pending"]
@@ -114,7 +116,8 @@ class Trace:
     its span, and the trace ends with the message so far.
     """
 
-    def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None):
+    def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None,
+                 regex_seconds: float | None = None):
         self.template: ResponseTemplate = load_response_template(template)
         self.prompt = prompt
         self.tools = tools
@@ -124,12 +127,22 @@ class Trace:
         self._fields = self.template.fields
         self._implicit = self.template.implicit
         self._implicit_close = self._fields[self._implicit].close_re if self._implicit else None
-        # The parser's buffer is the prompt after its last start anchor, then the output.
-        self._parsed_prompt = self.template.truncate_past_last_anchor(prompt) if prompt else ""
-        self._offset = len(self._parsed_prompt)
-        self.anchor_end = len(prompt) - self._offset  # where parsing starts in the prompt
-        self._text = self._parsed_prompt
+        # Every author regex this trace runs (the parser's and its own) shares one time budget
+        # (literal delimiters cannot backtrack: then there is nothing to time, and no cost per chunk).
+        self._budget = RegexBudget(regex_seconds)
+        self._needs_budget = runs_author_regexes(self.template)
+        self._bounded = self._budget.active if self._needs_budget else lambda: NO_BUDGET
+        self._parsed_prompt = ""
+        self._offset = 0
+        self.anchor_end = len(prompt)
+        self.anchor_found = False  # whether the start anchor occurs in the prompt
+        self.initial_events: list[dict] = []
+        self._text = ""
         self._chunks: list[str] = []
+        self._size = 0  # output characters fed
+        self._cap = limits.MAX_OUTPUT_CHARS
+        self.truncated = 0  # output characters refused over limits.MAX_OUTPUT_CHARS
+        self.regex_timeout: RegexTimeout | None = None  # set when an author regex ran out of time
         self._segments: list[tuple] = []  # (start, end, kind, field, region_id) in buffer coordinates
         self._cursor = 0
         self._current = self._implicit  # the region text joins now (None: the null sink, text dropped)
@@ -142,7 +155,20 @@ class Trace:
         # pruned, as the parser's finalize() does, so the message so far looks like the final one.
         self._values: dict = copy.deepcopy(self.template.defaults)
         self.message: dict = dict(self._values)
-        if prompt and self.template.start_anchor_re.search(prompt) is None:
+        with self._bounded():
+            try:
+                self._start(prompt, tools)
+            except RegexTimeout as e:
+                self._regex_stopped(e)
+
+    def _start(self, prompt: str, tools: list | None) -> None:
+        # The parser's buffer is the prompt after its last start anchor, then the output.
+        self._parsed_prompt = self.template.truncate_past_last_anchor(prompt) if prompt else ""
+        self._offset = len(self._parsed_prompt)
+        self.anchor_end = len(prompt) - self._offset  # where parsing starts in the prompt
+        self._text = self._parsed_prompt
+        self.anchor_found = bool(prompt) and self.template.start_anchor_re.search(prompt) is not None
+        if prompt and not self.anchor_found:
             self.diagnostics.append(
                 Diagnostic(
                     "warning",
@@ -154,8 +180,9 @@ class Trace:
             )
         try:
             self._parser = ResponseParser(self.template, prefix=prompt, tools=tools)
+        except RegexTimeout:
+            raise
         except Exception as e:  # noqa: BLE001 - a prompt region that fails to parse
-            self.initial_events: list[dict] = []
             self._error(f"The prompt's prefilled region could not be parsed: {e}", None, 0, self._offset)
             return
         self.initial_events = self._parser.initial_events
@@ -164,11 +191,16 @@ class Trace:
     # ----- public API -------------------------------------------------------------------------
 
     def feed(self, chunk: str) -> TraceStep:
-        """Feed the next piece of model output; returns the parser's events for it and the new state."""
+        """Feed the next piece of model output; returns the parser's events for it and the new state.
+        Output beyond `limits.MAX_OUTPUT_CHARS` is refused (counted in `truncated`): the trace ends
+        there with an error."""
         if self.finished:
             raise RuntimeError("Trace already finalized")
         if not chunk:
             return self._step([])
+        if self._size + len(chunk) > self._cap:
+            return self._refuse(chunk)
+        self._size += len(chunk)
         self._chunks.append(chunk)
         if self._ended:
             self._append(chunk)
@@ -176,11 +208,23 @@ class Trace:
             return self._step([])
         before = len(self._text)
         self._append(chunk)
+        if self._needs_budget:
+            with self._budget.active():
+                return self._feed_parser(chunk, before)
+        return self._feed_parser(chunk, before)
+
+    def _feed_parser(self, chunk: str, before: int) -> TraceStep:
         try:
-            events = self._parser.feed(chunk)
-        except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
-            return self._step(self._recover_feed(e, before, chunk))
-        self._after(events, eos=False)
+            try:
+                events = self._parser.feed(chunk)
+            except RegexTimeout:
+                raise
+            except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
+                return self._step(self._recover_feed(e, before, chunk))
+            self._after(events, eos=False)
+        except RegexTimeout as e:
+            self._regex_stopped(e)
+            return self._step([])
         return self._step(events)
 
     def finalize(self) -> TraceStep:
@@ -191,13 +235,25 @@ class Trace:
         if self._ended:
             self._pending = None
             return self._step([])
-        try:
-            message, events = self._parser.finalize()
-        except Exception as e:  # noqa: BLE001
-            return self._step(self._recover_finalize(e))
-        self._after(events, eos=True)
+        with self._bounded():
+            try:
+                try:
+                    message, events = self._parser.finalize()
+                except RegexTimeout:
+                    raise
+                except Exception as e:  # noqa: BLE001
+                    return self._step(self._recover_finalize(e))
+                self._after(events, eos=True)
+            except RegexTimeout as e:
+                self._regex_stopped(e)
+                return self._step([])
         self.message = message
         return self._step(events)
+
+    @property
+    def full(self) -> bool:
+        """Whether output was refused for being over `limits.MAX_OUTPUT_CHARS` (a runner should stop)."""
+        return self.truncated > 0
 
     def segments(self) -> list[Segment]:
         """Segments tiling the output fed so far (pending text at the end)."""
@@ -382,6 +438,42 @@ class Trace:
 
     # ----- failures -----------------------------------------------------------------------------
 
+    def _refuse(self, chunk: str) -> TraceStep:
+        """Output over the size limit: feed what fits, then end the trace with an error."""
+        room = max(self._cap - self._size, 0)
+        if room and not self.truncated:
+            self.feed(chunk[:room])
+        first = not self.truncated
+        self.truncated += len(chunk) - room
+        if first:
+            self._error(f"The output is over {self._cap:,} characters, the playground's limit; "
+                        "the rest is not parsed.", None, len(self._text), len(self._text),
+                        hint="Real replies are far shorter; paste a shorter output (or raise PLAYGROUND_MAX_OUTPUT_CHARS "
+                        "when running the playground yourself).")
+        return self._step([])
+
+    def _regex_stopped(self, error: RegexTimeout) -> None:
+        """An author regex ran out of time: say which one, and end the trace where it stopped."""
+        self.regex_timeout = error
+        self._error(f"{self._regex_name(error.pattern)} took longer than {error.seconds:g} s to match, so parsing "
+                    "stopped here.", None, self._cursor, len(self._text), source="response_template",
+                    hint="A pattern with nested quantifiers, such as (a+)+ or (a|a)*, can take exponential time "
+                    "on some text: rewrite it without them, or use a literal open/close.")
+
+    def _regex_name(self, pattern: str) -> str:
+        """Which key of the response template holds `pattern` (as transformers names fields)."""
+        if self.template.start_anchor_literals is None and self.template.start_anchor_re.pattern == pattern:
+            return f"start_anchor_pattern {pattern!r}"
+        for name, spec in self._fields.items():
+            for key, compiled, literals in (("open_pattern", spec.open_re, spec.open_literals),
+                                            ("close_pattern", spec.close_re, spec.close_literals)):
+                if compiled is not None and literals is None and compiled.pattern == pattern:
+                    return f"Field '{name}': {key} {pattern!r}"
+            args = spec.content_args if isinstance(spec.content_args, dict) else {}
+            if pattern in _tag_patterns(args):
+                return f"Field '{name}': tag_pattern {pattern!r}"
+        return f"The regex {pattern!r}"
+
     def _recover_feed(self, error: Exception, before: int, chunk: str) -> list[dict]:
         """A region failed to parse while this chunk was fed, and the parser lost that feed's events.
         Replay on a fresh parser, this chunk one character at a time, to get the events up to the
@@ -390,6 +482,8 @@ class Trace:
             parser = ResponseParser(self.template, prefix=self.prompt, tools=self.tools)
             for previous in self._chunks[:-1]:
                 parser.feed(previous)
+        except RegexTimeout:
+            raise
         except Exception:  # noqa: BLE001 - cannot happen unless parsing is not deterministic
             self._error(f"Region could not be parsed: {error}", self._current, self._region_start, len(self._text))
             return []
@@ -400,6 +494,8 @@ class Trace:
             self._append(character)
             try:
                 step = parser.feed(character)
+            except RegexTimeout:
+                raise
             except Exception as e:  # noqa: BLE001
                 self._text = full
                 self._fail_region(e)
@@ -425,6 +521,8 @@ class Trace:
             for chunk in self._chunks:
                 parser.feed(chunk)
             message, events = parser.finalize()
+        except RegexTimeout:
+            raise
         except Exception:  # noqa: BLE001
             self._fail_region(error)
             return []
@@ -457,7 +555,8 @@ class Trace:
             self._cursor = end
         self._error(f"Region '{name}' could not be parsed: {error}", name, self._region_start, end)
 
-    def _error(self, message: str, name: str | None, start: int, end: int) -> None:
+    def _error(self, message: str, name: str | None, start: int, end: int, *, source: str = "output",
+               hint: str | None = None) -> None:
         """Record an error pinned to `[start, end)` (buffer coordinates) and end the trace: the rest
         of the text is shown as dropped, the message stays what it was."""
         self._ended = True
@@ -466,8 +565,8 @@ class Trace:
             Diagnostic(
                 "error",
                 message,
-                "output",
-                hint=f"The region '{name}' is highlighted where it failed." if name else None,
+                source,  # type: ignore[arg-type]
+                hint=hint or (f"The region '{name}' is highlighted where it failed." if name else None),
                 span=(out_start, out_end),
             )
         )
@@ -503,6 +602,17 @@ class Trace:
         return out
 
 
+def _tag_patterns(args: dict) -> set[str]:
+    """The xml-inline tag patterns in a field's content args, nested value parsers included."""
+    found = set()
+    while isinstance(args, dict):
+        if isinstance(args.get("tag_pattern"), str):
+            found.add(args["tag_pattern"])
+        parser = args.get("value_parser")
+        args = parser.get("args") if isinstance(parser, dict) else None
+    return found
+
+
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict, str)) and not value)
 
@@ -513,9 +623,10 @@ def trace_text(
     prompt: str = "",
     tools: list | None = None,
     chunks: list[str] | None = None,
+    regex_seconds: float | None = None,
 ) -> TraceResult:
     """Trace a whole output (fed as `chunks`, or in one piece) and return the final result."""
-    trace = Trace(template, prompt=prompt, tools=tools)
+    trace = Trace(template, prompt=prompt, tools=tools, regex_seconds=regex_seconds)
     for chunk in chunks if chunks is not None else [output]:
         trace.feed(chunk)
     trace.finalize()

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import regex
+from transformers.utils.chat_parsing import content_parsers as _content_parsers
+from transformers.utils.chat_parsing import response_templates as _response_templates
 from transformers.utils.chat_parsing.content_parsers import _PLACEHOLDER
 from transformers.utils.chat_template_utils import (
     _REASONING_FIELDS,
@@ -20,6 +23,8 @@ from transformers.utils.chat_template_utils import (
     _normalize_chat_messages,
     _plain_template_data,
 )
+
+from .regex_bounds import bounded_regex
 
 # The message names transformers treats as one reasoning field (it copies a message's reasoning
 # under all of them before rendering): reading any of them reads all of them.
@@ -76,6 +81,32 @@ class TransformersChanged(RuntimeError):
     """A private name this module relies on is gone or means something else in this transformers."""
 
 
+# transformers' chat-parsing modules compile an author's patterns (`response_templates`: open,
+# close and start-anchor patterns) and match them (`content_parsers`: an xml-inline `tag_pattern`,
+# json `string_delims`) through their module global `re`, which is the `regex` module. There is no
+# public way to give those calls a time limit, so the engine swaps that global for
+# `regex_bounds.bounded_regex`: the same module, with every compile and match bounded (the
+# behaviour is otherwise identical). Done once, when the engine is imported.
+REGEX_USERS = (_response_templates, _content_parsers)
+
+
+def install_regex_bounds() -> None:
+    """Make transformers' response-template parsing compile and match author regexes with bounds."""
+    for module in REGEX_USERS:
+        current = getattr(module, "re", None)
+        if current is bounded_regex:
+            continue
+        if current is not regex:
+            raise TransformersChanged(
+                f"{module.__name__} no longer uses the `regex` module as `re`; "
+                "engine.transformers_compat.install_regex_bounds needs updating for this transformers version."
+            )
+        module.re = bounded_regex
+
+
+install_regex_bounds()
+
+
 # What README's "Dependencies on transformers' private names" lists, name by name.
 PRIVATE_NAMES = (
     "transformers.utils.chat_template_utils._normalize_chat_messages",
@@ -86,4 +117,6 @@ PRIVATE_NAMES = (
     "transformers.utils.chat_template_utils._REASONING_FIELDS",
     "transformers.utils.chat_parsing.content_parsers._PLACEHOLDER",
     "transformers.utils.chat_parsing.ResponseParser._pos",
+    "transformers.utils.chat_parsing.response_templates.re",
+    "transformers.utils.chat_parsing.content_parsers.re",
 )

@@ -136,14 +136,16 @@ class Workspace:
         """The kwargs every case starts from (see `passed_kwargs`)."""
         return passed_kwargs(self.kwarg_specs)
 
-    def render(self, case: Case | None = None, timeout: float | None = None) -> RenderResult:
-        """The prompt of `case` (the current one by default): the case's own kwargs and tokens win."""
+    def render(self, case: Case | None = None, timeout: float | None = None, owner: Any = None) -> RenderResult:
+        """The prompt of `case` (the current one by default): the case's own kwargs and tokens win.
+        `timeout` and `owner`: see `engine.render.render`."""
         return render_case(self.chat_template, case or self.case, self.special_tokens, self.template_kwargs(),
-                           timeout=timeout)
+                           timeout=timeout, owner=owner)
 
-    def generation_start(self, case: Case, prompt: str, timeout: float | None = None) -> int | None:
+    def generation_start(self, case: Case, prompt: str, timeout: float | None = None, owner: Any = None) -> int | None:
         """Where the generation prompt begins in `prompt` (see `cases.generation_start`)."""
-        return generation_start(self.chat_template, case, prompt, self.special_tokens, self.template_kwargs(), timeout)
+        return generation_start(self.chat_template, case, prompt, self.special_tokens, self.template_kwargs(), timeout,
+                                owner)
 
     def run_checks(self, runs: list[Sample | tuple[Case, str]] | None = None, **options: Any) -> CheckReport:
         """Every check on this workspace: its cases, the recordings of those cases, and `runs`

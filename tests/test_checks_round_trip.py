@@ -51,6 +51,7 @@ def test_the_good_pair_passes_every_check() -> None:
         "chat_lint.whitespace_leak", "chat_lint.unread_field", "chat_lint.unwritten_field",
         "response_lint.regex_portability", "response_lint.reasoning_field_name", "response_lint.no_implicit_field",
         "response_lint.start_anchor", "response_lint.unused_group", "response_lint.required_field",
+        "response_lint.overlapping_literals",
     }  # fmt: skip
     [weather] = results(report, "round_trip.message", "case 'weather'")
     assert "message 1: round-trips (content, reasoning_content, tool_calls)" in weather.details

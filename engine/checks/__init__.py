@@ -15,10 +15,12 @@ from typing import Any
 
 import jinja2
 
+from .. import limits
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
-from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+from ..regex_bounds import RegexTimeout, regex_budget
+from ..sandbox import SandboxBusy, SandboxCrashed, SandboxTimeout, run_bounded
 from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
@@ -47,6 +49,11 @@ __all__ = [
 ]
 
 
+# The regexes of a whole run of checks (every chunking of every output) share this many times
+# the budget of one parse.
+CHECK_REGEX_PARSES = 5
+
+
 def run_checks(
     chat_template: str,
     response_template: str | dict,
@@ -63,22 +70,47 @@ def run_checks(
     seed: int = 0,
     families: Iterable[str] = FAMILIES,
     timeout: float | None = None,
+    regex_seconds: float | None = None,
+    owner: Any = None,
 ) -> CheckReport:
     """Run every check (or the named `families`) on a pair of templates. Never raises: inputs that
     cannot be read become diagnostics, and the checks that need them fail with "not run".
 
     With `timeout` (seconds), the checks run in the killable, memory-capped worker (engine.sandbox),
-    as `render(timeout=)` does: they render and parse untrusted templates many times.
+    as `render(timeout=)` does: they render and parse untrusted templates many times; `owner` is
+    whose checks they are (one call at a time each). Every parse they make shares one regex budget,
+    `regex_seconds` (default CHECK_REGEX_PARSES parses' worth): a backtracking pattern stops them
+    with a message instead of taking the time of every parse.
 
     `cases` default to built-in conversations fitted to what the chat template reads; `recordings`
     name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
     are the differences the author intends: a field the chat template drops on purpose (a preset's),
     reported as documented, or a result's key (`name` or `name [subject]`, e.g. "engines.minijinja-tgi"),
     reported as intended (`info`) instead of a warning or failure."""
+    options = dict(locals())
+    del options["timeout"], options["owner"], options["regex_seconds"]
     if timeout is not None:
-        options = dict(locals())
-        options.pop("timeout")
-        return _run_bounded(timeout, options)
+        return _run_bounded(timeout, {**options, "regex_seconds": regex_seconds}, owner)
+    with regex_budget(regex_seconds or limits.REGEX_SECONDS * CHECK_REGEX_PARSES):
+        return _run(**options)
+
+
+def _run(
+    chat_template: str,
+    response_template: str | dict,
+    cases: Iterable[Case] | None,
+    recordings: Iterable[Recording] | None,
+    runs: Iterable[Sample | tuple[Case, str]] | None,
+    *,
+    special_tokens: dict | None,
+    template_kwargs: dict | None,
+    stop_tokens: list[str] | None,
+    round_trip_differences: dict[str, str] | None,
+    tokenizer: Any,
+    random_splits: int,
+    seed: int,
+    families: Iterable[str],
+) -> CheckReport:
     families = [f for f in families if f in FAMILIES]
     report = CheckReport()
     response_text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
@@ -166,9 +198,11 @@ def mark_intended(report: CheckReport, intended: dict[str, str]) -> None:
             result.details = f"Intended: {why}\n{result.details}"
 
 
-def _run_bounded(timeout: float, options: dict) -> CheckReport:
+def _run_bounded(timeout: float, options: dict, owner: Any) -> CheckReport:
     try:
-        return shared_pool().call(run_checks, options, timeout)
+        return run_bounded(run_checks, options, timeout, owner)
+    except SandboxBusy as e:
+        message = f"The checks {e}."
     except SandboxTimeout as e:
         message = f"The checks stopped: they {e}."
     except SandboxCrashed as e:
@@ -195,6 +229,9 @@ def _guarded_pair(name: str, run: Any, fallback: Any) -> tuple[Any, list[CheckRe
 
 
 def _crashed(name: str, error: Exception, subject: str | None = None) -> CheckResult:
+    if isinstance(error, RegexTimeout):
+        return CheckResult(name, "fail", f"Stopped: {error}. A pattern with nested quantifiers, such as (a+)+, can "
+                           "take exponential time; rewrite it.", None, subject)
     log_failure(f"The check {name} crashed", error)
     return CheckResult(name, "fail", f"The check could not run: {type(error).__name__}: {error}", None, subject)
 

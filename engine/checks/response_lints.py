@@ -13,6 +13,7 @@ from ..response_spec import key_offsets
 from ..trace import Trace
 from ..transformers_compat import TRANSFORM_PLACEHOLDER
 from .context import CheckContext
+from .overlap import overlapping_literals
 from .regex_portability import scan, string_offsets, value_start
 from .results import CheckResult, Location
 
@@ -31,6 +32,7 @@ def check_response_lints(ctx: CheckContext) -> list[CheckResult]:
         ("response_lint.start_anchor", start_anchor, "The start anchor occurs in every rendered prompt."),
         ("response_lint.unused_group", unused_groups, "Every named group is used by a transform."),
         ("response_lint.required_field", required_fields, "Every required field appears in the recordings."),
+        ("response_lint.overlapping_literals", overlapping, "No field's literals end inside one another."),
     ):
         found = lint(ctx)
         for result in found:
@@ -193,6 +195,11 @@ def _placeholders(transform: Any) -> set[str]:
     if isinstance(transform, str) and (match := TRANSFORM_PLACEHOLDER.fullmatch(transform)):
         return {match.group(1).split(".")[0]}
     return set()
+
+
+def overlapping(ctx: CheckContext) -> list[CheckResult]:
+    """One field's literals that make streaming depend on chunking (see `overlap`)."""
+    return [CheckResult("", "warn", o.explain(), ctx.field_location(o.field, o.key)) for o in overlapping_literals(ctx.template)]
 
 
 def required_fields(ctx: CheckContext) -> list[CheckResult]:

@@ -18,9 +18,11 @@ from typing import Any
 from transformers.utils.chat_parsing import ResponseParser, parse_response
 
 from ..diagnostics import line_col
+from ..regex_bounds import RegexTimeout
 from ..trace import Trace
 from ..text import short, visible
 from .context import CheckContext, Sample
+from .overlap import overlapping_literals
 from .results import CheckResult
 
 NAME = "streaming"
@@ -77,6 +79,8 @@ def one_shot(ctx: CheckContext, sample: Sample, prompt: str) -> Outcome:
         parser = ResponseParser(ctx.template, prefix=prompt, tools=tools)
         events = [*parser.initial_events, *parser.feed(sample.output)]
         events += parser.finalize()[1]
+    except RegexTimeout:
+        raise  # the check stops and says so (not a parse error to compare)
     except Exception as e:  # noqa: BLE001
         return Outcome(None, [], f"{type(e).__name__}: {e}")
     return Outcome(message, normalise_events(events), None)
@@ -88,6 +92,8 @@ def streamed(ctx: CheckContext, sample: Sample, prompt: str, cuts: list[int]) ->
     for chunk in split(sample.output, cuts):
         trace.feed(chunk)
     trace.finalize()
+    if trace.regex_timeout is not None:
+        raise trace.regex_timeout
     errors = [d.message for d in trace.diagnostics if d.severity == "error"]
     return Outcome(trace.message, normalise_events([*trace.initial_events, *trace.events]), errors[0] if errors else None)
 
@@ -216,6 +222,9 @@ def _failure(ctx: CheckContext, sample: Sample, prompt: str, reference: Outcome,
         lines.append(f"  … and {len(cuts) - 5} more cuts")
     difference, field = describe(reference, outcome)
     lines.append(f"  {difference}")
+    for overlap in overlapping_literals(ctx.template):  # the known upstream cause: say so
+        lines.append(f"  Why: {overlap.explain()}")
+        field = field or overlap.field
     return CheckResult(NAME, "fail", "\n".join(lines), ctx.field_location(field), sample.subject)
 
 

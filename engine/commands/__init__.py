@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from .. import limits
 from ..diagnostics import Diagnostic
+from ..inputs import load_json
 
 
 class UsageError(Exception):
@@ -15,18 +18,39 @@ class UsageError(Exception):
 
 
 def read_text(path: str) -> str:
+    """A UTF-8 text file (a UTF-8 byte order mark is dropped); anything else is a usage error."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        data = Path(path).read_bytes()
     except OSError as e:
         raise UsageError(f"cannot read {path}: {e.strerror}") from e
-
-
-def read_json(path: str) -> Any:
-    text = read_text(path)
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise UsageError(f"{path}: invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}") from e
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise UsageError(f"{path} is not UTF-8 text: byte 0x{data[e.start]:02x} at line {line} "
+                         f"(offset {e.start}) cannot be decoded; save the file as UTF-8") from None
+
+
+def read_json(path: str, what: str = "JSON") -> Any:
+    """A JSON file, within the playground's limits (size, nesting, valid Unicode)."""
+    value, problems = load_json(read_text(path), "case", what, max_chars=limits.MAX_CASE_CHARS * 10)
+    if problems:
+        problem = problems[0]
+        where = f" at line {problem.line}, column {problem.column}" if problem.line else ""
+        raise UsageError(f"{path}{where}: {problem.message}")
+    return value
+
+
+def add_timeout(parser: argparse.ArgumentParser, default: float, what: str) -> None:
+    """`--timeout SECONDS`: the same bound the app uses by default."""
+    parser.add_argument("--timeout", type=float, default=default, metavar="SECONDS",
+                        help=f"stop {what} after this long, with an error (default {default:g})")
+
+
+def positive_timeout(value: float) -> float:
+    if not value > 0:
+        raise UsageError("--timeout must be more than 0 seconds")
+    return value
 
 
 def json_object(text: str, flag: str) -> dict:

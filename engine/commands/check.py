@@ -11,8 +11,9 @@ import argparse
 import json
 from dataclasses import replace
 
+from .. import limits
 from ..cases import Case, Recording
-from ..checks import CheckReport, Location, run_checks
+from ..checks import CHECK_REGEX_PARSES, CheckReport, Location, run_checks
 from ..checks.regex_portability import value_start
 from ..diagnostics import Diagnostic, line_col
 from ..presets import load_preset
@@ -56,8 +57,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--random-splits must be 0 or more")
     if args.timeout <= 0:
         raise UsageError("--timeout must be more than 0")
-    # The checks run in the killable worker: templates and regexes are untrusted code.
-    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer), "timeout": args.timeout}
+    # The checks run in the killable worker: templates and regexes are untrusted code. The regexes get
+    # at most half the time, so a backtracking one is named before the limit.
+    options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer),
+               "timeout": args.timeout,
+               "regex_seconds": min(limits.REGEX_SECONDS * CHECK_REGEX_PARSES, args.timeout / 2)}
     if args.stop_token:
         options["stop_tokens"] = args.stop_token
     intended = _differences(args.differences) if args.differences else {}

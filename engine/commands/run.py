@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from .. import limits
 from ..cases import Case
 from ..diagnostics import Diagnostic
 from ..presets import load_preset
@@ -20,7 +21,7 @@ from ..runners import DEFAULT_MAX_SIZE_GB, RunnerError, build_runner
 from ..terminal import field_colours, legend, paint
 from ..trace import Segment, Trace
 from ..workspace import PASTED, RUNNERS, Workspace
-from . import UsageError, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,12 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="recorded/simulated: tokens per second (default 0: as fast as possible)")
     parser.add_argument("--json", action="store_true",
                         help='print {"raw", "message", "events", "segments", "diagnostics", "tokens", "seconds"}')
+    add_timeout(parser, limits.RENDER_SECONDS, "rendering, and the response template's regexes (not the model)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    timeout = positive_timeout(args.timeout)
     workspace = _workspace(args)
-    rendered = workspace.render()
+    rendered = workspace.render(timeout=timeout)
     loaded = load_response_spec(workspace.response_template)
     problems = rendered.diagnostics + loaded.diagnostics
     if not rendered.ok or not loaded.ok:
@@ -64,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     except RunnerError as e:
         return _finish(args, "", None, [], [], problems + [e.diagnostic], 0, 0.0)
 
-    trace = Trace(loaded.template, prompt=prompt, tools=tools)
+    trace = Trace(loaded.template, prompt=prompt, tools=tools, regex_seconds=timeout)
     colours = field_colours(loaded.template.fields)
     view = None if args.json else _TeachingView(trace, prompt, colours)
     stop = threading.Event()
@@ -76,6 +79,10 @@ def run(args: argparse.Namespace) -> int:
             tokens = chunk.tokens
             if view is not None:
                 view.show(step.pending)
+            if trace.full:  # over the output size limit: the trace says so; stop the model
+                stop.set()
+                chunks.close()
+                break
     except RunnerError as e:
         problems.append(e.diagnostic)
     except KeyboardInterrupt:  # Ctrl-C is the terminal's Stop button

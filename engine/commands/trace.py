@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import random
 
+from .. import limits
 from ..response_spec import load_response_spec
 from ..terminal import field_colours, legend, paint
 from ..trace import trace_text
-from . import UsageError, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -23,6 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     split.add_argument("--random-chunks", type=int, metavar="SEED", help="feed it in random-sized chunks")
     parser.add_argument("--json", action="store_true",
                         help='print {"message", "events", "prefix_events", "segments", "diagnostics"}')
+    add_timeout(parser, limits.REGEX_SECONDS, "the response template's regexes (summed over the whole parse)")
     parser.set_defaults(handler=run)
 
 
@@ -41,6 +43,7 @@ def split_text(text: str, chunk_size: int | None = None, seed: int | None = None
 
 
 def run(args: argparse.Namespace) -> int:
+    timeout = positive_timeout(args.timeout)
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
     loaded = load_response_spec(read_text(args.response_template))
@@ -52,8 +55,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     output = read_text(args.output)
     prefix = read_text(args.prefix) if args.prefix else ""
-    tools = read_json(args.tools) if args.tools else None
-    result = trace_text(loaded.template, output, prefix, tools, split_text(output, args.chunk_size, args.random_chunks))
+    tools = read_json(args.tools, "tools") if args.tools else None
+    if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
+        raise UsageError(f"{args.tools}: tools must be a JSON list of tool objects, e.g. "
+                         '[{"type": "function", "function": {"name": ..., "parameters": {...}}}]')
+    result = trace_text(loaded.template, output, prefix, tools, split_text(output, args.chunk_size, args.random_chunks),
+                        regex_seconds=timeout)
     diagnostics = loaded.diagnostics + result.diagnostics
     if args.json:
         data = result.to_dict()

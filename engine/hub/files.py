@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 
 from ..diagnostics import Diagnostic, line_col, line_text
+from ..inputs import check_value, too_deep
 from ..render import template_error
 from ..response_spec import load_response_spec
 from ..transformers_compat import compile_template
@@ -307,8 +308,14 @@ def _json_file(texts: dict[str, str | None], path: str, diagnostics: list[Diagno
         diagnostics.append(Diagnostic("error", f"{path} is not valid JSON: {e.msg}.", "hub", line=line, column=column,
                                       snippet=line_text(text, line)))
         return None
+    except RecursionError:
+        diagnostics.append(too_deep("hub", path))
+        return None
     if not isinstance(data, dict):
         diagnostics.append(Diagnostic("error", f"{path} should hold a JSON object.", "hub"))
+        return None
+    if problems := check_value(data, "hub", path, text):  # too deep, or text that is not valid Unicode
+        diagnostics += problems
         return None
     return data
 

@@ -16,6 +16,7 @@ from huggingface_hub import HfApi, constants, get_token
 from huggingface_hub.utils import validate_repo_id
 
 from ..diagnostics import Diagnostic
+from ..public import policy
 from .errors import hub_error
 from .files import CHAT_TEMPLATE_DIR, TEMPLATE_FILES, ChatTemplate, TemplateOrigin, is_template_file, read_templates
 
@@ -52,20 +53,25 @@ def hub_endpoint(endpoint: str | None = None) -> str:
 
 def local_token() -> str | None:
     """The token of a local session: HF_TOKEN, else the one saved by `hf auth login`. Only for the
-    command line and a locally run app; a Space must use the visitor's own sign-in, never this."""
+    command line and a locally run app: in public mode (engine.public) it is None, since the
+    machine's credentials must never act for a visitor; only the visitor's own sign-in does."""
+    if not policy().ambient_token:
+        return None
     return get_token()
 
 
 def load_templates(
     source: str, revision: str | None = None, *, token: str | None = None, endpoint: str | None = None,
-    allow_folders: bool = True,
+    allow_folders: bool | None = None,
 ) -> HubTemplates:
     """Load from a local folder (when `source` is one) or a Hub repo id. Never raises: failures
     (not found, gated, offline, …) are diagnostics. `token=None` reads anonymously: ambient
     credentials are never picked up implicitly (pass `local_token()` to use them).
 
-    A server open to visitors (a Space) passes `allow_folders=False`: a visitor's text must not
-    name folders on the server's disk."""
+    `allow_folders` defaults to what public mode allows (engine.public): on a server open to
+    visitors their text must not name folders on the server's disk, so it is read as a repo id."""
+    if allow_folders is None:
+        allow_folders = policy().allow_paths
     if allow_folders and Path(source).is_dir():
         return load_folder(source)
     return load_repo(source, revision, token=token, endpoint=endpoint)

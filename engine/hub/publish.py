@@ -84,11 +84,11 @@ def plan_publish(
     revision: str | None = None,
     token: str | None = None,
     endpoint: str | None = None,
-    allow_folders: bool = True,
+    allow_folders: bool | None = None,
 ) -> PublishPlan:
     """Build and diff the files for these templates against the repo (or folder) as it is now.
     `source` is a repo id or folder (loaded fresh), or templates already loaded. Never raises.
-    `allow_folders=False` on a server open to visitors (see `load_templates`)."""
+    Folders only where public mode allows them (see `load_templates`)."""
     base = source if isinstance(source, HubTemplates) else load_templates(
         source, revision, token=token, endpoint=endpoint, allow_folders=allow_folders)
     if not base.ok:

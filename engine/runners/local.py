@@ -23,7 +23,9 @@ from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..errors import log_failure, quoted
+from ..public import policy
 from .base import Chunk, RunnerError
+from .model_line import LeftTheLine, TakeTurns
 
 # Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
 DEFAULT_MAX_SIZE_GB = float(os.environ.get("PLAYGROUND_MAX_MODEL_GB", "8"))
@@ -46,6 +48,8 @@ class LoadedModel:
 
 _lock = threading.Lock()
 _held: LoadedModel | None = None  # the cache: at most one model in memory
+# Runs take turns with the model (loading one evicts the other): first come, first served.
+GENERATIONS = TakeTurns()
 
 
 def held_model() -> LoadedModel | None:
@@ -107,21 +111,29 @@ def _check_size(model: str, size_gb: float, max_size_gb: float) -> None:
         )
 
 
+def _token() -> bool | None:
+    """The Hub credentials to load with: the machine's own locally (None: huggingface_hub's default),
+    none at all in public mode (False), where a visitor's model must never be fetched as the owner."""
+    return None if policy().ambient_token else False
+
+
 def _locate(model: str) -> tuple[str, float]:
-    """Where to load `model` from and its weights' size in GB, found without downloading weights."""
-    folder = Path(model).expanduser()
-    if folder.is_dir():
-        return str(folder), _folder_weights_gb(folder, model)
-    if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
-        raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
+    """Where to load `model` from and its weights' size in GB, found without downloading weights.
+    In public mode a model is a Hub id only: the server's disk is never looked at for a visitor."""
+    if policy().allow_paths:
+        folder = Path(model).expanduser()
+        if folder.is_dir():
+            return str(folder), _folder_weights_gb(folder, model)
+        if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
+            raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError
 
     try:
-        info = HfApi().model_info(model, files_metadata=True, timeout=15)
+        info = HfApi(token=_token()).model_info(model, files_metadata=True, timeout=15)
     except HFValidationError:
-        raise RunnerError(f"{model!r} is neither a local folder nor a valid Hub id.",
-                          hint="A Hub id looks like owner/name.") from None
+        what = "neither a local folder nor a valid Hub id" if policy().allow_paths else "not a valid Hub id"
+        raise RunnerError(f"{model!r} is {what}.", hint="A Hub id looks like owner/name.") from None
     except GatedRepoError:
         raise RunnerError(f"{model} is gated: accept its terms on the Hub and log in first.",
                           hint="Or use a local folder.") from None
@@ -133,7 +145,7 @@ def _locate(model: str) -> tuple[str, float]:
             log_failure(f"Looking up {model} on the Hub failed", e)
             raise RunnerError(f"Could not look up {model} on the Hub ({quoted(e)}).", hint=OFFLINE_HINT) from None
         try:
-            cached = Path(snapshot_download(model, local_files_only=True))
+            cached = Path(snapshot_download(model, local_files_only=True, token=_token()))
         except Exception:  # noqa: BLE001 - not in the cache either
             raise RunnerError(f"Cannot reach the Hugging Face Hub to fetch {model}, and it is not in the local cache.",
                               hint=OFFLINE_HINT) from None
@@ -170,7 +182,8 @@ def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     try:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        token = _token()
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False, token=token)
         if dtype == "auto":
             declared = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
             # float16 is slow (and partly unsupported) on CPU: use float32 there. bfloat16 is fine.
@@ -180,8 +193,9 @@ def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
             chosen = getattr(torch, dtype, None)
             if not isinstance(chosen, torch.dtype):
                 raise RunnerError(f"Unknown dtype {dtype!r}.", hint="Use auto, float32, bfloat16 or float16.")
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
-        model = AutoModelForCausalLM.from_pretrained(source, use_safetensors=True, trust_remote_code=False, dtype=chosen)
+        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=False, token=token)
+        model = AutoModelForCausalLM.from_pretrained(source, use_safetensors=True, trust_remote_code=False, dtype=chosen,
+                                                     token=token)
         model.to(device)
         model.eval()
     except RunnerError:
@@ -217,6 +231,11 @@ class LocalRunner:
             raise RunnerError("max_new_tokens must be at least 1.")
         if temperature < 0 or not 0 < top_p <= 1:
             raise RunnerError("temperature must be at least 0 and top_p between 0 (excluded) and 1.")
+        rules = policy()
+        if problem := rules.local_model_problem(model.strip() if isinstance(model, str) else ""):
+            raise RunnerError(problem, hint="Run the playground yourself to load any model.")
+        if problem := rules.new_tokens_problem(max_new_tokens):
+            raise RunnerError(problem, hint="Lower max new tokens.")
         self.model = model
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
@@ -231,6 +250,8 @@ class LocalRunner:
         self.diagnostics: list[Diagnostic] = []
         self.thread: threading.Thread | None = None  # the generation thread of the last run
         self.tokenizer: Any = None  # the tokenizer of the model the last run used
+        # While waiting for the model: how many runs are ahead (None once running, or never queued).
+        self.queue_position: int | None = None
 
     def load(self) -> LoadedModel:
         return load_model(self.model, self.device, self.dtype, self.max_size_gb)
@@ -238,11 +259,24 @@ class LocalRunner:
     def stream(
         self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None
     ) -> Iterator[Chunk]:
-        """Tokens as they are generated. Setting `stop` (or closing this iterator) ends `generate()`
-        at its next step; the generation thread is joined before the iterator finishes."""
+        """Tokens as they are generated, once it is this run's turn with the model (`queue_position`
+        says how many runs are ahead meanwhile). Setting `stop` (or closing this iterator) leaves
+        the line, or ends `generate()` at its next step; the generation thread is joined before the
+        iterator finishes."""
+        self.diagnostics = []
+        try:
+            with GENERATIONS.turn(stop, self._waiting):
+                self.queue_position = None
+                yield from self._generate(prompt, stop)
+        except LeftTheLine:
+            return
+
+    def _waiting(self, ahead: int) -> None:
+        self.queue_position = ahead or None
+
+    def _generate(self, prompt: str, stop: threading.Event | None) -> Iterator[Chunk]:
         import torch
 
-        self.diagnostics = []
         loaded = self.load()
         tokenizer, model = loaded.tokenizer, loaded.model
         self.tokenizer = tokenizer

@@ -9,6 +9,7 @@ from typing import Any
 
 import regex
 
+from .. import limits
 from ..diagnostics import Diagnostic
 from ..text import SPECIAL_TOKEN
 from .base import Chunk, RunnerError, paced
@@ -74,6 +75,9 @@ class RecordedRunner:
     def __init__(self, text: str, tokens_per_second: float = 0, tokenizer: Any = None):
         if not isinstance(text, str):
             raise RunnerError("A recording must be text.", hint="Paste the raw model output, exactly as it was written.")
+        if len(text) > limits.MAX_OUTPUT_CHARS:
+            raise RunnerError(f"The output is {len(text):,} characters, over the playground's {limits.MAX_OUTPUT_CHARS:,} "
+                              "limit.", hint="Real replies are far shorter: paste one reply, or a part of it.")
         if tokens_per_second < 0:
             raise RunnerError("tokens_per_second cannot be negative.", hint="Use 0 to replay as fast as possible.")
         self.text = text

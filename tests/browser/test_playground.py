@@ -251,3 +251,29 @@ def test_the_engines_matrix_opens_a_cell_and_a_result_can_be_marked_as_intended(
     expect(page.locator("#intended-list")).to_contain_text("engines.minijinja-tgi")
     expect(row.locator(".check-status")).to_have_text("info")
     assert shared_workspace(share(page)).round_trip_differences["engines.minijinja-tgi"] == "we serve with vLLM"
+
+
+@pytest.mark.parametrize("state", ['{"v": "1"}', '{"v": 1, "cases": ' + "[" * 3000 + "]" * 3000 + "}",
+                                   '{"v": 1, "cases": [{"name": "<b>x</b>", "nope": 1}]}'])
+def test_a_broken_share_link_opens_the_page_with_a_message_and_is_dropped(browser, app_url: str, state: str):
+    """Issue 11, item 9: a link whose state cannot be opened (a wrong version type, deep nesting, a
+    case of the wrong shape) loads the page anyway, says so, and the fragment is gone at once, so a
+    reload is a normal page load rather than the same failure."""
+    import base64
+    import zlib
+
+    code = base64.urlsafe_b64encode(zlib.compress(state.encode())).decode().rstrip("=")
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    try:
+        fresh = context.new_page()
+        fresh.set_default_timeout(20_000)
+        open_app(fresh, app_url + "#s=" + code)
+        expect(fresh.locator("#top-status")).to_contain_text("cannot be opened")
+        expect(fresh.locator("#top-status b")).to_have_count(0)  # the link's text is shown escaped
+        expect(fresh.locator("#prompt-view")).to_contain_text("Hi!")  # the default preset, rendered
+        assert "#s=" not in fresh.url
+        fresh.reload()  # the page loads again, without the message
+        fresh.wait_for_selector("#prompt-view .prompt-text", timeout=60_000)
+        expect(fresh.locator("#top-status")).not_to_contain_text("cannot be opened")
+    finally:
+        context.close()

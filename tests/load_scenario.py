@@ -1,0 +1,122 @@
+"""Many visitors and one attacker on a served playground, through `gradio_client` (what any API caller
+can do). Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (percentiles).
+
+Each innocent visitor is its own session: it edits its own chat template (with its own marker) and
+checks that the prompt it gets back is its own. The attacker, in one session, keeps submitting
+hostile edits without waiting for answers (a backtracking regex on a long message, a looping
+template, deep JSON) and runs the checks on a looping template."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import threading
+import time
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from gradio_client import Client
+
+RESPONSE = json.dumps({"version": 1, "defaults": {"role": "assistant"}, "start_anchor": "<|im_start|>assistant\n",
+                       "fields": {"content": {"close": "<|im_end|>"}}})
+HOSTILE_REGEX = json.dumps({"version": 1, "start_anchor_pattern": "(a+)+$", "fields": {"content": {}}})
+LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+DEEP = '{"version": 1, "start_anchor": "x", "fields": {"c": {"transform": ' + "[" * 5000 + "]" * 5000 + "}}}"
+CASE = "plain chat"  # the default preset's first case (what a new session holds)
+SLOTS = 10  # the case form's template-kwarg slots after the fixed fields (bools, choices, texts)
+
+
+def refresh_args(chat: str, response: str = RESPONSE, content: str = "hi") -> list:
+    """The refresh endpoint's inputs: the editors, the case, whitespace off, then the case form."""
+    messages = json.dumps([{"role": "user", "content": content}])
+    slots = [False] * 4 + [None] * 3 + [""] * 3
+    return [chat, response, CASE, False, messages, "", "", True, False, "", *slots[:SLOTS]]
+
+
+@dataclass
+class Outcome:
+    latencies: list[float] = field(default_factory=list)  # seconds per innocent refresh
+    wrong: list[str] = field(default_factory=list)  # sessions that saw something not theirs
+    errors: list[str] = field(default_factory=list)
+    newcomer_page: float | None = None  # GET / by a new visitor during the attack
+    newcomer_refresh: float | None = None  # that visitor's first refresh
+    attacker_calls: int = 0
+
+    def percentiles(self) -> dict[str, float]:
+        ordered = sorted(self.latencies)
+        if not ordered:
+            return {}
+        cut = statistics.quantiles(ordered, n=100, method="inclusive") if len(ordered) > 1 else ordered * 99
+        return {"p50": cut[49], "p90": cut[89], "p99": cut[98], "max": ordered[-1], "n": len(ordered)}
+
+
+def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
+    client = Client(url, verbose=False)
+    for round_ in range(rounds):
+        marker = f"SESSION-{index}-ROUND-{round_}"
+        started = time.monotonic()
+        try:
+            result = client.predict(*refresh_args(marker + ": {{ messages[0].content }}", content=f"hello {index}"),
+                                    api_name="/refresh")
+        except Exception as e:  # noqa: BLE001 - reported by the caller
+            outcome.errors.append(f"session {index}: {type(e).__name__}: {e}")
+            continue
+        outcome.latencies.append(time.monotonic() - started)
+        prompt = result[3] if isinstance(result, (list, tuple)) else ""
+        if f"{marker}: hello {index}" not in prompt or "SESSION-" in prompt.replace(marker, ""):
+            outcome.wrong.append(f"session {index} round {round_}: {prompt[:200]!r}")
+
+
+def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
+    client = Client(url, verbose=False)
+    hostile = [
+        refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!"),
+        refresh_args(LOOP),
+        refresh_args("{{ messages[0].content }}", DEEP),
+    ]
+    jobs = [client.submit(*refresh_args(LOOP)[:3], *refresh_args(LOOP)[4:], api_name="/run_all_checks")]
+    while not stop.is_set():
+        for args in hostile:
+            try:
+                jobs.append(client.submit(*args, api_name="/refresh"))  # never waits for an answer
+            except Exception:  # noqa: BLE001 - the attacker does not care
+                pass
+            outcome.attacker_calls += 1
+        time.sleep(0.05)
+    for job in jobs:
+        try:
+            job.cancel()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = True) -> Outcome:
+    """`sessions` innocent visitors make `rounds` edits each while (optionally) an attacker floods the
+    server; a newcomer then opens the page and makes one edit."""
+    outcome = Outcome()
+    stop = threading.Event()
+    attacker = threading.Thread(target=_attacker, args=(url, stop, outcome), daemon=True) if attack else None
+    if attacker is not None:
+        attacker.start()
+        time.sleep(1.0)  # the attack is under way before anyone else arrives
+    try:
+        with ThreadPoolExecutor(max(1, sessions)) as pool:
+            for index in range(sessions):
+                pool.submit(_innocent, url, index, rounds, outcome)
+            time.sleep(0.5)
+            started = time.monotonic()
+            with urllib.request.urlopen(url, timeout=30) as response:
+                response.read()
+            outcome.newcomer_page = time.monotonic() - started
+            newcomer = Client(url, verbose=False)
+            started = time.monotonic()
+            result = newcomer.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
+            outcome.newcomer_refresh = time.monotonic() - started
+            if "NEWCOMER: hi" not in result[3]:
+                outcome.wrong.append(f"newcomer: {result[3][:200]!r}")
+    finally:
+        stop.set()
+        if attacker is not None:
+            attacker.join(timeout=10)
+    return outcome

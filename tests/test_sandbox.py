@@ -1,0 +1,129 @@
+"""Issue 11, item 2: one visitor's slow template never waits in front of another's. The render pool
+skips busy workers (starting another, up to its maximum), counts the wait against the caller's time
+limit, and lets each visitor (owner) run one call at a time."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from engine import render
+from engine.sandbox import Pool, SandboxBusy, SandboxTimeout, Worker
+from tests.sandbox_jobs import nap
+
+MESSAGES = [{"role": "user", "content": "hi"}]
+LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
+
+
+@pytest.fixture
+def pool():
+    pool = Pool(size=1, max_size=2)
+    pool.warm()
+    yield pool
+    for worker in pool._idle:
+        worker.stop()
+
+
+def in_background(function, *args, **kwargs) -> tuple[threading.Thread, dict]:
+    out: dict = {}
+
+    def run() -> None:
+        try:
+            out["value"] = function(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001
+            out["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def test_a_busy_worker_is_skipped_and_another_visitor_is_served_at_once(pool: Pool) -> None:
+    slow, slow_out = in_background(pool.call, nap, {"seconds": 1.5}, 30, owner="attacker")
+    time.sleep(0.2)
+    other = pool.call(nap, {"seconds": 0}, 30, owner="visitor")
+    assert slow.is_alive(), "the visitor was answered while the slow call still ran"
+    slow.join()
+    assert other != slow_out["value"]  # a different worker process
+    assert pool.stats()["workers"] == 1  # the extra worker went away after the burst
+
+
+def test_the_wait_counts_against_the_time_limit(pool: Pool) -> None:
+    """Both workers busy: a third call is answered (busy) within its own limit, not after the others."""
+    first, _ = in_background(pool.call, nap, {"seconds": 1.5}, 30, owner="a")
+    second, _ = in_background(pool.call, nap, {"seconds": 1.5}, 30, owner="b")
+    time.sleep(0.2)
+    with pytest.raises(SandboxBusy, match="every worker is busy"):
+        pool.call(nap, {"seconds": 0}, 0.5, owner="c")
+    assert first.is_alive() and second.is_alive()
+    first.join()
+    second.join()
+
+
+def test_one_visitor_runs_one_call_at_a_time(pool: Pool) -> None:
+    """A visitor's second call waits for their first (so six hostile edits hold one worker, not all)."""
+    first, _ = in_background(pool.call, nap, {"seconds": 1.5}, 30, owner="attacker")
+    time.sleep(0.2)
+    with pytest.raises(SandboxBusy, match="previous request"):
+        pool.call(nap, {"seconds": 0}, 0.5, owner="attacker")
+    assert pool.call(nap, {"seconds": 0}, 30, owner="visitor")  # a worker was free for someone else
+    first.join()
+
+
+def test_a_timeout_kills_the_worker_and_the_next_call_gets_a_fresh_one(pool: Pool) -> None:
+    with pytest.raises(SandboxTimeout, match="took longer than 0.5 s"):
+        pool.call(nap, {"seconds": 10}, 0.5, owner="a")
+    assert pool.call(nap, {"seconds": 0}, 30, owner="a")
+
+
+def test_a_looping_template_is_stopped_within_its_limit_while_others_render() -> None:
+    """The shared pool, as the app uses it: a looping render is answered at its limit, and an
+    innocent render made meanwhile is not held up by it."""
+    hostile, out = in_background(render, LOOP, MESSAGES, timeout=2, owner="attacker")
+    time.sleep(0.2)
+    innocent = render("{{ messages[0].content }}", MESSAGES, timeout=30, owner="visitor")
+    assert innocent.prompt == "hi" and hostile.is_alive()
+    hostile.join()
+    [d] = out["value"].diagnostics
+    assert "took longer than 2 s" in d.message
+
+
+def test_workers_never_import_the_callers_script(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script that calls `render(timeout=…)` without `if __name__ == "__main__":` must not run
+    again in the worker (multiprocessing re-imports the main script in its children otherwise)."""
+    marker = tmp_path / "ran-again"
+    script = tmp_path / "script.py"
+    script.write_text(f"open({str(marker)!r}, 'w').write('the script ran in a worker')\n")
+    main = types.ModuleType("__main__")
+    main.__file__ = str(script)
+    main.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", main)
+    worker = Worker()
+    try:
+        assert worker.call(nap, {"seconds": 0}, 60)
+    finally:
+        worker.stop()
+    assert sys.modules["__main__"] is main and not marker.exists()
+
+
+def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
+    """A worker stuck in a runaway template never reads its pipe; when the server process is gone
+    (here: its end of the liveness pipe closed, as the kernel does when it dies), the worker ends
+    rather than run on with no one to kill it."""
+    worker = Worker()
+    busy, _ = in_background(worker.call, nap, {"seconds": 30}, 60)
+    deadline = time.monotonic() + 30
+    while (worker._process is None or not worker._process.is_alive()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process = worker._process
+    time.sleep(0.3)
+    worker._alive.close()
+    process.join(timeout=10)
+    assert not process.is_alive()
+    worker.stop()
+    busy.join(timeout=10)

@@ -65,7 +65,7 @@ LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_fil
                                   "state_session_capacity": SESSIONS_KEPT}
 
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
-FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "legend", "notes", "status",
+FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
         "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
 # What a case action updates.
 CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
@@ -303,6 +303,7 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
     ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)
     ui.on(ui["recording"].change, runs.pasted_visibility, ["recording"], ["pasted"], **quiet)
+    ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
     ui.on([ui[name].input for name in SETTINGS], save_settings, ["session", *SETTINGS], ["saved_code"],
           trigger_mode="always_last", **quiet)
     ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key"], RUN_OUTPUTS, concurrency_limit=16,

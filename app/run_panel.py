@@ -12,10 +12,13 @@ from typing import Any
 import gradio as gr
 
 from engine.diagnostics import Diagnostic
+from engine.presets import load_preset
 from engine.public import Policy, policy
+from engine.runners import DEFAULT_MAX_SIZE_GB, RunnerError, inspect_checkpoint
 from engine.runners.simulated import EXPLANATION
 from engine.workspace import PASTED, Workspace
 
+from .highlight import diagnostics_html, esc
 from .live_views import stream_value
 from .run_stream import not_started, read_settings, stream_run
 from .state import Session
@@ -112,6 +115,39 @@ def pasted_visibility(recording: str) -> dict[str, Any]:
 # ----- the panel ---------------------------------------------------------------------------------
 
 
+def model_advice(workspace: Workspace) -> str:
+    """What the local runner's model box says before anything runs: which checkpoint of this format
+    runs on a laptop (or why none does), the size limit, and on a public server what it runs."""
+    parts = []
+    if workspace.preset:
+        try:
+            note = load_preset(workspace.preset).laptop_note
+        except (KeyError, ValueError, OSError):
+            note = ""
+        if note:
+            parts.append(note)
+    parts.append(f"Weights are checked against the {DEFAULT_MAX_SIZE_GB:g} GB limit before anything is downloaded; "
+                 "a first download shows its progress.")
+    rules = policy()
+    if rules.public:
+        listed = ", ".join(rules.models) if rules.models else "none"
+        parts.append(f"This public server runs only the models its owner listed: {listed}.")
+    return '<div class="model-note">' + " ".join(esc(p) for p in parts) + "</div>"
+
+
+def check_model(model: str) -> dict[str, Any]:
+    """"Check size": what the model holds and how big its weights are, before any download."""
+    model = (model or "").strip()
+    try:
+        problem = policy().local_model_problem(model)
+        if problem:
+            raise RunnerError(problem)
+        checkpoint = inspect_checkpoint(model)
+    except RunnerError as e:
+        return {"model_note": diagnostics_html([e.diagnostic])}
+    return {"model_note": f'<div class="model-note size">{esc(checkpoint.describe())}</div>'}
+
+
 def settings_updates(workspace: Workspace) -> dict[str, Any]:
     """The run settings controls showing a workspace's settings."""
     s = workspace.run
@@ -123,7 +159,7 @@ def settings_updates(workspace: Workspace) -> dict[str, Any]:
         "recording": gr.update(choices=recordings, value=recording), "pasted": s.pasted,
         "tokens_per_second": s.tokens_per_second, "model": _model(s.model), "max_new_tokens": s.max_new_tokens,
         "temperature": s.temperature, "top_p": s.top_p, "seed": s.seed or 0, "remote_url": s.remote_url,
-        "remote_model": s.remote_model,
+        "remote_model": s.remote_model, "model_note": model_advice(workspace),
     }  # fmt: skip
 
 
@@ -169,6 +205,8 @@ def build_run_options() -> dict[str, Any]:
             else:
                 model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
                                    info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+            check_size = gr.Button("Check its size", elem_id="check-size", size="sm")
+            model_note = gr.HTML(elem_id="model-note")
         with gr.Column(visible=False) as remote_box:
             remote_url = gr.Textbox(label="Server URL (OpenAI-compatible /v1/completions)", elem_id="remote-url")
             remote_model = gr.Textbox(label="Model name", elem_id="remote-model")
@@ -184,6 +222,7 @@ def build_run_options() -> dict[str, Any]:
     return dict(
         recorded_box=recorded_box, simulated_box=simulated_box, local_box=local_box, remote_box=remote_box,
         sampling_box=sampling_box, pace_box=pace_box, pasted=pasted, tokens_per_second=tokens_per_second, model=model,
+        check_size=check_size, model_note=model_note,
         max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, remote_url=remote_url,
         remote_model=remote_model, api_key=api_key,
     )  # fmt: skip

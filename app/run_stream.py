@@ -18,7 +18,7 @@ import gradio as gr
 from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
 from engine.response_spec import load_response_spec
-from engine.runners import LocalRunner, RunnerError, build_runner
+from engine.runners import Activity, LocalRunner, RunnerError, build_runner
 from engine.trace import Trace
 from engine.workspace import PASTED, RUNNERS, RunSettings, Workspace
 
@@ -80,7 +80,7 @@ class RunUpdate:
 
 
 def _stats_html(settings: RunSettings | None, tokens: int, seconds: float, first_region: float | None, chunks: int,
-                events: int, state: str) -> str:
+                events: int, state: str, activity: Activity | None = None) -> str:
     rate = f"{tokens / seconds:,.1f}" if seconds > 0 and tokens else "–"
     first = f"{first_region:.2f} s" if first_region is not None else "–"
     if settings is not None and settings.runner in ("recorded", "simulated") and settings.tokens_per_second <= 0:
@@ -89,7 +89,12 @@ def _stats_html(settings: RunSettings | None, tokens: int, seconds: float, first
         ("status", state), ("tokens", f"{tokens:,}"), ("tokens/s", rate),
         ("first region", first), ("elapsed", f"{seconds:.2f} s"), ("chunks", f"{chunks:,}"), ("events", f"{events:,}"),
     ]  # fmt: skip
-    return '<div class="stats">' + "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in cells) + "</div>"
+    if activity is not None:
+        cells[0] = ("status", activity.describe())
+    html = '<div class="stats">' + "".join(f'<div class="stat"><span>{esc(k)}</span><b>{esc(v)}</b></div>' for k, v in cells) + "</div>"
+    if activity is not None and activity.fraction is not None:
+        html += f'<progress class="download" max="1" value="{activity.fraction:.3f}"></progress>'
+    return html
 
 
 _DONE = object()
@@ -190,7 +195,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     last_update = time.monotonic()
     dirty = False
     errors_shown = 0
-    waiting: int | None = None  # runs ahead in the line for the model, while waiting
+    shown_activity: Activity | None = None  # what the runner was last shown doing before its first token
     try:
         while not stop.is_set():  # Stop ends the run at once: chunks still queued are not parsed
             try:
@@ -216,11 +221,10 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
                 if trace.full:  # over the output size limit (the trace says so): stop the runner
                     stop.set()
                     full = True
-            position = getattr(runner, "queue_position", None)
-            if position != waiting:
-                waiting = position
-                state = f"waiting for the model: {position} run{'s' if position > 1 else ''} ahead" if position else "starting…"
-                yield RunUpdate(stats=_stats_html(settings, 0, 0, None, 0, events.count, state))
+            activity = runner.activity  # a local model: waiting in line, downloading, loading
+            if activity != shown_activity and not chunks:
+                shown_activity = activity
+                yield RunUpdate(stats=_stats_html(settings, 0, 0, None, 0, events.count, "starting…", activity))
             if dirty and time.monotonic() - last_update >= interval:
                 stream = _stream_value(view, trace, classes, prefix, errors_shown)
                 errors_shown = len(trace.diagnostics)
@@ -247,8 +251,10 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace))
     session.touch()
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")
+    # A run that failed before writing anything has no message to show (not an empty assistant message).
+    message = "" if not chunks and state == "failed" else message_json(trace.message)
     yield RunUpdate(
-        stream=stream, events=events.value(), message=message_json(trace.message),
+        stream=stream, events=events.value(), message=message,
         stats=_stats_html(settings, tokens[-1] if tokens else 0, seconds[-1] if seconds else 0, first_region, len(chunks), events.count, state) + expected_note,
         diagnostics=diagnostics_html(problems + trace.diagnostics, "Parsed without problems."),
         step=gr.update(visible=bool(chunks), minimum=0, maximum=len(chunks) + 1, value=len(chunks) + 1, step=1),

@@ -65,7 +65,7 @@ def incremental_html(kind: str, value: dict | None = None, **kwargs: Any) -> gr.
         template = (
             '<div class="inc-scroll events-scroll"><table class="events"><thead><tr><th>event</th>'
             "<th>field</th><th>text or value</th><th title=\"yes: raw text of a structured region, parsed when it "
-            "closes; no: already part of the final value\">dirty ⓘ</th></tr></thead>"
+            "closes; no: already part of the final value\">dirty (?)</th></tr></thead>"
             '<tbody class="inc-stable"></tbody><tbody class="inc-tail"></tbody></table></div>'
         )
     else:

@@ -19,7 +19,7 @@ logger = logging.getLogger("playground")
 # Anything shaped like a Hugging Face token (user access tokens and OAuth tokens start with hf_),
 # and credentials in URLs or bearer headers.
 _SECRETS = [
-    (re.compile(r"hf_[A-Za-z0-9_-]{8,}"), "hf_***"),
+    (re.compile(r"hf_(?:oauth_)?[A-Za-z0-9]{8,}"), "hf_***"),  # a token; not a name like hf_hub_download
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=-]{8,}"), r"\1***"),
     (re.compile(r"(?i)((?:api[_-]?key|token|password|secret)\s*[=:]\s*)[^\s&,;\"'*]{4,}"), r"\1***"),
     (re.compile(r"(//[^/\s:@]+:)[^/\s@]+@"), r"\1***@"),

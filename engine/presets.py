@@ -63,8 +63,10 @@ class Preset:
     # Fields the chat template drops only from earlier turns (e.g. Qwen3 keeps reasoning only after
     # the last user query): they survive as the last message, but not deeper in the history.
     history_differences: Mapping[str, str]
-    # A checkpoint of this format small enough for a laptop CPU (what the local runner suggests).
+    # A checkpoint of this format small enough for a laptop CPU (what the local runner suggests),
+    # and a sentence on it (or on why there is none).
     laptop_checkpoint: str = ""
+    laptop_note: str = ""
     _cases: tuple = field(default=(), repr=False)
     _recordings: tuple = field(default=(), repr=False)
     path: Path = field(repr=False, default=PRESETS_DIR)
@@ -101,9 +103,9 @@ class Preset:
         return {**self.history_differences, **self.round_trip_differences}
 
     def suggested_model(self) -> str:
-        """The checkpoint the local runner starts with: one that runs on a laptop CPU when the
-        format has one, else the first checkpoint."""
-        return self.laptop_checkpoint or (self.checkpoints[0] if self.checkpoints else "")
+        """The checkpoint the local runner starts with: one of this format that runs on a laptop CPU
+        (none when no checkpoint of the format fits: `laptop_note` says why)."""
+        return self.laptop_checkpoint
 
     @property
     def response_spec(self) -> dict:
@@ -146,6 +148,7 @@ def load_preset(name: str) -> Preset:
         round_trip_differences=_frozen(meta.get("round_trip_differences", {})),
         history_differences=_frozen(meta.get("history_differences", {})),
         laptop_checkpoint=meta.get("laptop_checkpoint", ""),
+        laptop_note=meta.get("laptop_note", ""),
         _cases=_frozen(cases),
         _recordings=_frozen(recordings),
         path=folder,

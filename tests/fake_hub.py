@@ -3,6 +3,7 @@ huggingface_hub calls when the playground loads and publishes templates:
 
 - `GET /api/models/{repo}[/revision/{rev}]`: repo info (commit sha, file list), as `model_info` reads it;
 - `HEAD|GET /{repo}/resolve/{rev}/{path}`: a file, with `X-Repo-Commit` and `ETag` (as `hf_hub_download` needs);
+- `GET /api/models/{repo}/tree/{rev}`: the file list with sizes (as `snapshot_download` reads it);
 - `POST /api/models/{repo}/preupload/{rev}`: upload modes (every file "regular", with its current oid);
 - `POST /api/models/{repo}/commit/{rev}[?create_pr=1]`: the ndjson commit; with create_pr it opens
   `refs/pr/N` and answers with the pull request URL;
@@ -18,6 +19,7 @@ import base64
 import hashlib
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -65,6 +67,8 @@ class FakeHub:
         self.requests: list[Request] = []
         self.commits: list[dict] = []  # every commit received: repo, revision, create_pr, header, files, deleted
         self._failures: dict[str, list[tuple[int, str | None, str | None]]] = {}
+        # Bytes per second a file download is sent at (None: at once), to watch a download's progress.
+        self.download_rate: float | None = None
         self._lock = threading.Lock()
         self._counter = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -151,6 +155,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             split = urlsplit(self.path)
             parts = [unquote(p) for p in split.path.strip("/").split("/")]
             query = parse_qs(split.query)
+            self._query = query
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else b""
             kind, route = self._route(method, parts)
             hub.requests.append(Request(method, split.path, query, kind, self.headers.get("Authorization")))
@@ -172,14 +177,26 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(content)))
             self.end_headers()
-            if method != "HEAD":
-                self.wfile.write(content)
+            if method == "HEAD":
+                return
+            if kind == "resolve" and hub.download_rate and status == 200:
+                piece = max(1, int(hub.download_rate / 20))  # 20 pieces a second
+                for start in range(0, len(content), piece):
+                    self.wfile.write(content[start : start + piece])
+                    self.wfile.flush()
+                    time.sleep(0.05)
+                return
+            self.wfile.write(content)
 
         def _route(self, method: str, parts: list[str]):
             if parts[:2] == ["api", "whoami-v2"] and method == "GET":
                 return "whoami", lambda q, b: self._whoami()
             if parts[:2] == ["api", "models"]:
                 rest = parts[2:]
+                if "tree" in rest and method == "GET":  # the file list snapshot_download reads
+                    i = rest.index("tree")
+                    repo_id, revision = "/".join(rest[:i]), "/".join(rest[i + 1:])
+                    return "tree", lambda q, b: self._tree(repo_id, revision)
                 for keyword in ("revision", "preupload", "commit"):
                     if keyword in rest:
                         i = rest.index(keyword)
@@ -236,9 +253,18 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def _info(self, repo_id: str, revision: str):
             repo = self._repo(repo_id, self._token())
             sha = self._commit_sha(repo, revision)
+            files = repo.commits[sha]
+            # With files_metadata (`?blobs=true`), each file's size, as the local runner reads it.
+            with_sizes = "blobs" in self._query
             data = {"id": repo_id, "modelId": repo_id, "sha": sha, "private": repo.private,
                     "gated": "manual" if repo.gated else False,
-                    "siblings": [{"rfilename": p} for p in sorted(repo.commits[sha])]}
+                    "siblings": [{"rfilename": p, **({"size": len(files[p])} if with_sizes else {})} for p in sorted(files)]}
+            return 200, {"Content-Type": "application/json"}, json.dumps(data).encode()
+
+        def _tree(self, repo_id: str, revision: str):
+            repo = self._repo(repo_id, self._token())
+            files = repo.commits[self._commit_sha(repo, revision)]
+            data = [{"type": "file", "path": p, "size": len(files[p]), "oid": git_oid(files[p])} for p in sorted(files)]
             return 200, {"Content-Type": "application/json"}, json.dumps(data).encode()
 
         def _resolve(self, repo_id: str, revision: str, path: str):

@@ -8,14 +8,18 @@ promptly when asked; every failure is a `RunnerError` carrying a diagnostic.
 - `build_runner`: the one function that builds any of them from run settings.
 """
 
-from .base import Chunk, Runner, RunnerError
+from .base import Activity, Chunk, Runner, RunnerError
 from .factory import build_runner
-from .local import DEFAULT_MAX_SIZE_GB, LocalRunner, held_model, load_model, unload_model
+from .checkpoints import DEFAULT_MAX_SIZE_GB, Checkpoint, inspect_checkpoint
+from .local import LocalRunner, held_model, load_model, unload_model
 from .recorded import RecordedRunner, count_tokens, split_tokens
 from .remote import RemoteRunner
 from .simulated import SimulatedRunner, example_value, simulate_message
 
 __all__ = [
+    "Activity",
+    "Checkpoint",
+    "inspect_checkpoint",
     "Chunk",
     "DEFAULT_MAX_SIZE_GB",
     "LocalRunner",

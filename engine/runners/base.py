@@ -22,6 +22,43 @@ class Chunk:
     seconds: float
 
 
+@dataclass(frozen=True)
+class Activity:
+    """What a runner is doing before (and while) it writes: what a page shows next to a run.
+    `done` / `total` measure a download in bytes; `ahead` counts runs ahead in line."""
+
+    phase: str  # "waiting" | "checking" | "downloading" | "loading" | "generating"
+    model: str = ""
+    done: int | None = None
+    total: int | None = None
+    ahead: int | None = None
+
+    def describe(self) -> str:
+        if self.phase == "waiting":
+            return f"waiting for the model: {self.ahead} run{'s' if self.ahead != 1 else ''} ahead"
+        if self.phase == "downloading" and self.total:
+            return f"downloading {self.model}: {size_text(self.done or 0)} of {size_text(self.total)}"
+        if self.phase == "checking":
+            return f"checking {self.model}"
+        if self.phase == "loading":
+            return f"loading {self.model}"
+        return self.phase
+
+    @property
+    def fraction(self) -> float | None:
+        """How far a download is (0 to 1), or None when there is nothing to measure."""
+        return min(1.0, (self.done or 0) / self.total) if self.phase == "downloading" and self.total else None
+
+
+def size_text(n: int) -> str:
+    """A byte count as a person reads it: 154 kB, 12.5 MB, 1.50 GB."""
+    if n >= 1e9:
+        return f"{n / 1e9:.2f} GB"
+    if n >= 1e6:
+        return f"{n / 1e6:.1f} MB"
+    return f"{n / 1e3:.0f} kB"
+
+
 class RunnerError(Exception):
     """A run failed (no model, no server, bad settings…). Carries a diagnostic (source "runner")
     that says what happened and what to do about it; runners raise nothing else."""
@@ -38,6 +75,9 @@ class Runner(Protocol):
     while streaming (read it after the stream ends): they do not stop the run."""
 
     diagnostics: list[Diagnostic]
+    # What the runner is doing before its first chunk (a local model waiting in line, downloading,
+    # loading), or None.
+    activity: Activity | None
 
     def stream(
         self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..workspace import PASTED, RunSettings, Workspace
 from .base import Runner, RunnerError
-from .local import DEFAULT_MAX_SIZE_GB, LocalRunner
+from .checkpoints import DEFAULT_MAX_SIZE_GB
+from .local import LocalRunner
 from .recorded import RecordedRunner
 from .remote import RemoteRunner
 from .simulated import SimulatedRunner

@@ -2,7 +2,7 @@
 
 Safety first: weights load only from safetensors (pickled weights can run code), a model's own
 code never runs (`trust_remote_code=False`), and a size cap is checked before anything large is
-downloaded. Loaded models live in a process-wide cache of one, behind a lock, so concurrent users
+downloaded (engine.runners.checkpoints, which also downloads with progress). Loaded models live in a process-wide cache of one, behind a lock, so concurrent users
 of a Space neither load a model twice nor fill memory with several. The cache is keyed by what was
 asked for and changes nothing anyone sees: which model (and so which tokenizer) a run uses is the
 caller's choice, passed explicitly; a runner exposes the tokenizer it ran with (`LocalRunner.tokenizer`)
@@ -12,25 +12,21 @@ for its caller to keep.
 from __future__ import annotations
 
 import gc
-import os
 import queue
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..diagnostics import Diagnostic
 from ..errors import log_failure, quoted
 from ..public import policy
-from .base import Chunk, RunnerError
+from .base import Activity, Chunk, RunnerError
+from .checkpoints import DEFAULT_MAX_SIZE_GB, OFFLINE_HINT, Checkpoint, check_size, download, inspect_checkpoint, is_unreachable
+from .checkpoints import token as hub_token
 from .model_line import LeftTheLine, TakeTurns
 
-# Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
-DEFAULT_MAX_SIZE_GB = float(os.environ.get("PLAYGROUND_MAX_MODEL_GB", "8"))
-
-OFFLINE_HINT = "Use a local folder (with config, tokenizer and .safetensors files), or the recorded runner."
 
 
 @dataclass
@@ -66,27 +62,33 @@ def unload_model() -> None:
         gc.collect()
 
 
-def load_model(model: str, device: str = "auto", dtype: str = "auto",
-               max_size_gb: float = DEFAULT_MAX_SIZE_GB) -> LoadedModel:
+def load_model(model: str, device: str = "auto", dtype: str = "auto", max_size_gb: float = DEFAULT_MAX_SIZE_GB,
+               on_progress: Callable[[Activity], None] | None = None) -> LoadedModel:
     """Load `model` (a local folder or a Hub id), or return it if it is the one held. Loading a
-    different model drops the held one first. Raises RunnerError."""
+    different model drops the held one first. `on_progress` hears each step (checking the size,
+    downloading with the bytes so far, loading). Raises RunnerError."""
     global _held
+    report = on_progress or (lambda activity: None)
     if not isinstance(model, str) or not model.strip():
-        raise RunnerError("No model given.", hint="Give a Hub id (e.g. HuggingFaceTB/SmolLM3-3B) or a local folder.")
+        raise RunnerError("No model given.", hint="Give a Hub id (e.g. Qwen/Qwen3-0.6B) or a local folder.")
     model = model.strip()
     device = pick_device(device)
     with _lock:
         held = _held
         same_dtype = held is not None and (dtype == "auto" or str(held.dtype) == f"torch.{dtype}")
         if held is not None and held.name == model and held.device == device and same_dtype:
-            _check_size(model, held.size_gb, max_size_gb)
+            if held.size_gb > max_size_gb:
+                check_size(Checkpoint(model, held.source, held.size_gb), max_size_gb)
             return held
-        source, size_gb = _locate(model)
-        _check_size(model, size_gb, max_size_gb)
+        report(Activity("checking", model))
+        checkpoint = inspect_checkpoint(model)
+        check_size(checkpoint, max_size_gb)  # before anything large is downloaded
+        source = download(checkpoint, report)
+        report(Activity("loading", model))
         _held = None  # one model at a time: let the old one go before the new one arrives
         gc.collect()
         tokenizer, loaded, chosen = _load(source, device, dtype)
-        _held = LoadedModel(model, source, device, chosen, size_gb, tokenizer, loaded)
+        _held = LoadedModel(model, source, device, chosen, checkpoint.size_gb, tokenizer, loaded)
         return _held
 
 
@@ -103,86 +105,12 @@ def pick_device(device: str = "auto") -> str:
     return "cpu"
 
 
-def _check_size(model: str, size_gb: float, max_size_gb: float) -> None:
-    if size_gb > max_size_gb:
-        raise RunnerError(
-            f"{model} has {size_gb:.3g} GB of weights, over the {max_size_gb:g} GB limit.",
-            hint="Pick a smaller checkpoint, raise the size limit, or serve the model elsewhere and use the remote runner.",
-        )
-
-
-def _token() -> bool | None:
-    """The Hub credentials to load with: the machine's own locally (None: huggingface_hub's default),
-    none at all in public mode (False), where a visitor's model must never be fetched as the owner."""
-    return None if policy().ambient_token else False
-
-
-def _locate(model: str) -> tuple[str, float]:
-    """Where to load `model` from and its weights' size in GB, found without downloading weights.
-    In public mode a model is a Hub id only: the server's disk is never looked at for a visitor."""
-    if policy().allow_paths:
-        folder = Path(model).expanduser()
-        if folder.is_dir():
-            return str(folder), _folder_weights_gb(folder, model)
-        if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
-            raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError
-
-    try:
-        info = HfApi(token=_token()).model_info(model, files_metadata=True, timeout=15)
-    except HFValidationError:
-        what = "neither a local folder nor a valid Hub id" if policy().allow_paths else "not a valid Hub id"
-        raise RunnerError(f"{model!r} is {what}.", hint="A Hub id looks like owner/name.") from None
-    except GatedRepoError:
-        raise RunnerError(f"{model} is gated: accept its terms on the Hub and log in first.",
-                          hint="Or use a local folder.") from None
-    except RepositoryNotFoundError:
-        raise RunnerError(f"There is no model {model} on the Hub (or it is private).",
-                          hint="Check the id, log in for private models, or use a local folder.") from None
-    except Exception as e:  # noqa: BLE001 - offline, DNS, timeouts: look in the local cache
-        if not _is_unreachable(e):
-            log_failure(f"Looking up {model} on the Hub failed", e)
-            raise RunnerError(f"Could not look up {model} on the Hub ({quoted(e)}).", hint=OFFLINE_HINT) from None
-        try:
-            cached = Path(snapshot_download(model, local_files_only=True, token=_token()))
-        except Exception:  # noqa: BLE001 - not in the cache either
-            raise RunnerError(f"Cannot reach the Hugging Face Hub to fetch {model}, and it is not in the local cache.",
-                              hint=OFFLINE_HINT) from None
-        return str(cached), _folder_weights_gb(cached, model)
-    sizes = {s.rfilename: s.size or 0 for s in info.siblings or []}
-    weights = [size for name, size in sizes.items() if name.endswith(".safetensors")]
-    if not weights:
-        raise RunnerError(f"{model} has no .safetensors weights; the playground does not load pickled weights.",
-                          hint="Pick a checkpoint that ships safetensors, or convert it and load the folder.")
-    return model, sum(weights) / 1e9
-
-
-def _folder_weights_gb(folder: Path, model: str) -> float:
-    files = list(folder.glob("*.safetensors"))
-    if not files:
-        pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt*")]
-        raise RunnerError(
-            f"{model} has no .safetensors weights" + (f" (only {', '.join(pickled[:3])})" if pickled else "") + ".",
-            hint="The playground only loads safetensors: pickled weights can run code when loaded.",
-        )
-    return sum(p.stat().st_size for p in files) / 1e9
-
-
-def _is_unreachable(error: BaseException) -> bool:
-    from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
-
-    if isinstance(error, (OfflineModeIsEnabled, LocalEntryNotFoundError, ConnectionError, TimeoutError)):
-        return True
-    return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "httpcore", "requests", "urllib3")
-
-
 def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     try:
-        token = _token()
+        token = hub_token()
         config = AutoConfig.from_pretrained(source, trust_remote_code=False, token=token)
         if dtype == "auto":
             declared = str(getattr(config, "dtype", None) or getattr(config, "torch_dtype", None))
@@ -202,7 +130,7 @@ def _load(source: str, device: str, dtype: str) -> tuple[Any, Any, Any]:
         raise
     except Exception as e:  # noqa: BLE001 - every loading failure becomes a diagnostic
         log_failure(f"Loading the model {source} failed", e)
-        hint = OFFLINE_HINT if _is_unreachable(e) else None
+        hint = OFFLINE_HINT if is_unreachable(e) else None
         if "trust_remote_code" in str(e):
             hint = ("This model needs its own code to run, and the playground never runs a model's code. "
                     "Pick a model transformers supports.")
@@ -250,11 +178,20 @@ class LocalRunner:
         self.diagnostics: list[Diagnostic] = []
         self.thread: threading.Thread | None = None  # the generation thread of the last run
         self.tokenizer: Any = None  # the tokenizer of the model the last run used
-        # While waiting for the model: how many runs are ahead (None once running, or never queued).
-        self.queue_position: int | None = None
+        # What the run is doing before its first token (waiting in line, downloading with its
+        # progress, loading), for the page to show; None when nothing is worth showing.
+        self.activity: Activity | None = None
+
+    @property
+    def queue_position(self) -> int | None:
+        """While waiting for the model: how many runs are ahead (None once running, or never queued)."""
+        return self.activity.ahead if self.activity is not None and self.activity.phase == "waiting" else None
 
     def load(self) -> LoadedModel:
-        return load_model(self.model, self.device, self.dtype, self.max_size_gb)
+        return load_model(self.model, self.device, self.dtype, self.max_size_gb, self._report)
+
+    def _report(self, activity: Activity) -> None:
+        self.activity = activity
 
     def stream(
         self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None
@@ -266,18 +203,19 @@ class LocalRunner:
         self.diagnostics = []
         try:
             with GENERATIONS.turn(stop, self._waiting):
-                self.queue_position = None
+                self.activity = None
                 yield from self._generate(prompt, stop)
         except LeftTheLine:
             return
 
     def _waiting(self, ahead: int) -> None:
-        self.queue_position = ahead or None
+        self.activity = Activity("waiting", self.model, ahead=ahead) if ahead else None
 
     def _generate(self, prompt: str, stop: threading.Event | None) -> Iterator[Chunk]:
         import torch
 
         loaded = self.load()
+        self.activity = Activity("generating", self.model)
         tokenizer, model = loaded.tokenizer, loaded.model
         self.tokenizer = tokenizer
         start = time.monotonic()

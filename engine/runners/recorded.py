@@ -12,7 +12,7 @@ import regex
 from .. import limits
 from ..diagnostics import Diagnostic
 from ..text import SPECIAL_TOKEN
-from .base import Chunk, RunnerError, paced
+from .base import Activity, Chunk, RunnerError, paced
 
 # Special-token-looking text is kept whole, so a replay never shows half a delimiter as a "token".
 # Otherwise word-sized pieces, as most tokenizers cut text: a word with its leading spaces, one
@@ -71,6 +71,8 @@ def count_tokens(text: str, tokenizer: Any) -> int | None:
 class RecordedRunner:
     """Replays `text` at `tokens_per_second` (0: as fast as possible), split by `tokenizer` when one
     is given (a loaded model's, so token counts are real) or by `split_tokens`' fallback."""
+
+    activity: Activity | None = None  # nothing to show before the first chunk
 
     def __init__(self, text: str, tokens_per_second: float = 0, tokenizer: Any = None):
         if not isinstance(text, str):

@@ -23,7 +23,7 @@ from .. import limits
 from ..diagnostics import Diagnostic
 from ..public import Policy, policy
 from ..response_spec import compile_spec, load_response_spec
-from .base import Chunk, RunnerError
+from .base import Activity, Chunk, RunnerError
 
 # Sent so that servers which support them keep delimiters in the text (vLLM's names; others ignore
 # or reject them, and a rejection is retried without them).
@@ -41,6 +41,8 @@ class RemoteRunner:
     """Streams a completion of the rendered prompt from `base_url` (e.g. http://127.0.0.1:8000 or
     …/v1). `response_template` (JSON text or dict, optional) lets the runner warn when the output
     comes back without the delimiters it expects."""
+
+    activity: Activity | None = None  # nothing to show before the first chunk
 
     def __init__(
         self,

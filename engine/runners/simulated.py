@@ -26,7 +26,7 @@ from ..render import RenderResult
 from ..response_spec import compile_spec, load_response_spec
 from ..text import SPECIAL_TOKEN, short
 from ..turns import reply_after, up_to_stop
-from .base import Chunk, RunnerError, paced
+from .base import Activity, Chunk, RunnerError, paced
 from .recorded import split_tokens
 
 # What a simulated run is, for the people watching one (the app shows it next to the runner).
@@ -190,6 +190,8 @@ def _thinking_on(kwargs: dict, response_spec: dict, prompt: str | None) -> bool:
 
 class SimulatedRunner:
     """Streams what `chat_template` writes for a simulated assistant reply to `case`."""
+
+    activity: Activity | None = None  # nothing to show before the first chunk
 
     def __init__(
         self,

@@ -1,0 +1,98 @@
+"""Running a real model from the page (issue 13): each format suggests a checkpoint that runs on a
+laptop CPU (or says why none does), the size is checked before any download, a first download shows
+its progress, and a failed run shows the error rather than an empty message. The app runs against
+a local stand-in for the Hub (tests/fake_hub.py on 127.0.0.1) serving a tiny model built here."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import ROOT, open_app, screenshot
+from tests.browser.test_playground import pick, set_number
+from tests.fake_hub import FakeHub
+from tests.servers import free_port, serving
+from tests.tiny_model import build_tiny_model
+
+REPO = "tiny/chat"
+
+
+@pytest.fixture(scope="module")
+def hub_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, FakeHub]]:
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+    home = tmp_path_factory.mktemp("hf-home")
+    with FakeHub() as hub:
+        hub.add_repo(REPO, {p.name: p.read_bytes() for p in folder.iterdir() if p.is_file()})
+        port = free_port()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("HF_")}
+        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(home), GRADIO_ANALYTICS_ENABLED="False", PYTHONUNBUFFERED="1")
+        url = f"http://127.0.0.1:{port}/"
+        with serving([sys.executable, "app.py", "--port", str(port)], url, ROOT / "artifacts" / "local-model-app.log",
+                     env=env, cwd=ROOT, timeout=90):
+            yield url, hub
+
+
+@pytest.fixture
+def page(browser: Browser, hub_app: tuple[str, FakeHub]) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    open_app(opened, hub_app[0])
+    yield opened
+    context.close()
+
+
+def run_and_wait(page: Page) -> str:
+    page.click("#run-button")
+    page.wait_for_function(
+        "() => /status(done|stopped|failed)/.test(document.querySelector('#run-stats').textContent.replace(/\\s+/g, ''))",
+        timeout=60_000,
+    )
+    return page.locator("#run-stats").text_content()
+
+
+def model_box(page: Page):
+    return page.locator("#local-model input, #local-model textarea").first
+
+
+def test_each_format_suggests_a_laptop_model_or_says_why_none(page: Page):
+    pick(page, "preset-picker", "Qwen3")
+    pick(page, "runner-choice", "Local model")
+    expect(model_box(page)).to_have_value("Qwen/Qwen3-0.6B")
+    expect(page.locator("#model-note")).to_contain_text("runs on a laptop CPU")
+    expect(page.locator("#model-note")).to_contain_text("8 GB limit")
+    pick(page, "preset-picker", "gpt-oss (harmony)")
+    expect(model_box(page)).to_have_value("")
+    expect(page.locator("#model-note")).to_contain_text("No checkpoint of this format fits a laptop CPU")
+
+
+def test_the_size_before_the_download_then_its_progress_then_the_run(page: Page, hub_app: tuple[str, FakeHub]):
+    _, hub = hub_app
+    hub.download_rate = 300_000  # bytes a second: the first download takes about a second
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    pick(page, "runner-choice", "Local model")
+    model_box(page).fill(REPO)
+    page.click("#check-size")
+    expect(page.locator("#model-note")).to_contain_text("tiny/chat (the Hub): 136 kB of safetensors weights, within the 8 GB limit")
+    assert not any(r.kind == "resolve" for r in hub.requests)  # nothing downloaded to say so
+    set_number(page, "max-new-tokens", 3)
+    page.click("#run-button")
+    expect(page.locator("#run-stats progress.download")).to_be_attached(timeout=30_000)
+    expect(page.locator("#run-stats")).to_contain_text("downloading tiny/chat")
+    screenshot(page, "local-model-download")
+    page.wait_for_function("() => /status\\s*done/.test(document.querySelector('#run-stats').textContent)", timeout=60_000)
+    expect(page.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
+
+
+def test_a_failed_run_shows_the_error_not_an_empty_message(page: Page):
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    pick(page, "runner-choice", "Local model")
+    model_box(page).fill("tiny/missing")
+    assert "failed" in run_and_wait(page)
+    expect(page.locator("#run-diagnostics .diag.error")).to_contain_text("no model tiny/missing")
+    expect(page.locator("#message-view")).not_to_contain_text("role")

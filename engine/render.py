@@ -19,9 +19,8 @@ from transformers.utils.chat_template_utils import render_jinja_template
 from . import limits
 from .diagnostics import Diagnostic, line_text
 from .error_place import runtime_error_column, syntax_error_place
-from .errors import log_failure, quoted
 from .inputs import check_text, check_value
-from .sandbox import SandboxBusy, SandboxCrashed, SandboxTimeout, run_bounded
+from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
@@ -171,18 +170,9 @@ def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
         kwargs["messages"], kwargs["tools"], kwargs["documents"], kwargs["template_kwargs"], kwargs["special_tokens"])
     if problems:
         return RenderResult(None, diagnostics=problems)
-    try:
-        return run_bounded(render, kwargs, timeout, owner)
-    except SandboxBusy as e:
-        message, hint = f"Rendering {e}.", "The server is busy; the next edit tries again."
-    except SandboxTimeout as e:
-        message, hint = f"Rendering stopped: the template {e}.", "Look for nested loops over large ranges."
-    except SandboxCrashed as e:
-        message, hint = f"Rendering stopped: {e}.", "Look for loops that build very large strings or lists."
-    except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
-        log_failure("Rendering in the worker failed", e)
-        message, hint = f"Rendering failed ({quoted(e)}).", None
-    return RenderResult(None, diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])
+    result, problem = bounded_or_why(render, kwargs, timeout, owner, doing="Rendering",
+                                     hint="Look for nested loops over large ranges.")
+    return result if problem is None else RenderResult(None, diagnostics=[problem])
 
 
 def _variables(messages: Any, tools: Any, documents: Any, add_generation_prompt: bool, kwargs: dict) -> dict | None:

@@ -27,6 +27,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from . import limits
+from .diagnostics import Diagnostic
+from .errors import log_failure, quoted
 
 # Set in a worker process: code that would otherwise hand work to a worker runs it in place.
 IN_WORKER = False
@@ -283,3 +285,23 @@ def run_bounded(function: Callable[..., Any], kwargs: dict, timeout: float, owne
     if IN_WORKER:
         return function(**kwargs)
     return shared_pool().call(function, kwargs, timeout, owner)
+
+
+def bounded_or_why(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None, *,
+                   doing: str, hint: str, it: str = "it") -> tuple[Any, Diagnostic | None]:
+    """`run_bounded`, with every way it can end early said in a person's words: `(result, None)`, or
+    `(None, diagnostic)` when no worker became free, the work ran out of time or memory, or its inputs
+    could not be sent. `doing` names the work ("Rendering", "The checks", "Drafting") and `it` what
+    stands for it ("they" for the checks); `hint` says what to look for when it was stopped."""
+    try:
+        return run_bounded(function, kwargs, timeout, owner), None
+    except SandboxBusy as e:
+        message, advice = f"{doing} {e}.", "The server is busy; try again in a moment."
+    except SandboxTimeout as e:
+        message, advice = f"{doing} stopped: {it} {e}.", hint
+    except SandboxCrashed as e:
+        message, advice = f"{doing} stopped: {e}.", "Look for loops that build very large strings or lists."
+    except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
+        log_failure(f"{doing} in the worker failed", e)
+        message, advice = f"{doing} failed ({quoted(e)}).", None
+    return None, Diagnostic("error", message, "chat_template", hint=advice)

@@ -20,7 +20,7 @@ from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
 from ..regex_bounds import RegexTimeout, regex_budget
-from ..sandbox import SandboxBusy, SandboxCrashed, SandboxTimeout, run_bounded
+from ..sandbox import bounded_or_why
 from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
@@ -199,16 +199,9 @@ def mark_intended(report: CheckReport, intended: dict[str, str]) -> None:
 
 
 def _run_bounded(timeout: float, options: dict, owner: Any) -> CheckReport:
-    try:
-        return run_bounded(run_checks, options, timeout, owner)
-    except SandboxBusy as e:
-        message = f"The checks {e}."
-    except SandboxTimeout as e:
-        message = f"The checks stopped: they {e}."
-    except SandboxCrashed as e:
-        message = f"The checks stopped: {e}."
-    return CheckReport(diagnostics=[Diagnostic("error", message, "chat_template",
-                                               hint="Look for loops over large ranges, or a catastrophic regex.")])
+    report, problem = bounded_or_why(run_checks, options, timeout, owner, doing="The checks", it="they",
+                                     hint="Look for loops over large ranges, or a catastrophic regex.")
+    return report if problem is None else CheckReport(diagnostics=[problem])
 
 
 def _guarded(name: str, run: Any, subject: str | None = None) -> list[CheckResult]:

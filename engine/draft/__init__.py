@@ -23,8 +23,7 @@ from typing import Any, Literal
 from ..checks import CheckResult
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
-from ..errors import log_failure, quoted
-from ..sandbox import SandboxCrashed, SandboxTimeout, shared_pool
+from ..sandbox import bounded_or_why
 from .build import build
 from .locate import locate
 from .probes import FIELDS, Failure, Turn, render_turns
@@ -235,14 +234,8 @@ def _probes(labels: Any) -> str:
 
 
 def _bounded(timeout: float, **kwargs: Any) -> Draft:
-    try:
-        return shared_pool().call(draft_response_template, kwargs, timeout)
-    except SandboxTimeout as e:
-        message, hint = f"Drafting stopped: it {e}.", "Look for nested loops over large ranges in the chat template."
-    except SandboxCrashed as e:
-        message, hint = f"Drafting stopped: {e}.", "Look for loops that build very large strings or lists."
-    except Exception as e:  # noqa: BLE001 - e.g. inputs that cannot be sent to the worker
-        log_failure("Drafting in the worker failed", e)
-        message, hint = f"Drafting failed ({quoted(e)}).", None
-    return Draft(None, [FieldReport(n, "not_inferable", message) for n in FIELDS],
-                 diagnostics=[Diagnostic("error", message, "chat_template", hint=hint)])  # fmt: skip
+    draft, problem = bounded_or_why(draft_response_template, kwargs, timeout, doing="Drafting",
+                                    hint="Look for nested loops over large ranges in the chat template.")
+    if problem is None:
+        return draft
+    return Draft(None, [FieldReport(n, "not_inferable", problem.message) for n in FIELDS], diagnostics=[problem])

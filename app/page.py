@@ -61,8 +61,11 @@ THEME = gr.themes.Soft(
 MAX_UPLOAD = "10mb"
 # Gradio keeps a little state for every session it has seen; beyond this many, the oldest go.
 SESSIONS_KEPT = 2000
+# run_history off: Gradio 6 otherwise keeps every event's inputs and outputs in the browser's
+# localStorage (a Hub token or API key typed here included) and re-reads and re-writes that history
+# on every event, which made each keystroke slower the longer a page was used.
 LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_file_size": MAX_UPLOAD,
-                                  "state_session_capacity": SESSIONS_KEPT}
+                                  "state_session_capacity": SESSIONS_KEPT, "run_history": False}
 
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",

@@ -55,7 +55,9 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
-    result = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
+    # One call to the worker for the prompt and where its generation prompt starts: the template is
+    # compiled once (each edit is a new template to compile, the slowest part of an edit).
+    result = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id, with_generation_start=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -74,7 +76,7 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
         prefix_segments = trace.prefix_segments()
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
         special |= literal_delimiters(trace.template)
-    gen_start = workspace.generation_start(case, prompt, timeout=RENDER_TIMEOUT, owner=session.id)
+    gen_start = result.generation_start
     body = prompt_html(
         prompt,
         special_tokens=special,

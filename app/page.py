@@ -312,7 +312,8 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key"], RUN_OUTPUTS, concurrency_limit=16,
           show_progress="hidden")
     ui.on(ui["stop"].click, runs.stop_button, ["session"], [], queue=False, show_progress="hidden")
-    ui.on(ui["step"].change, step_through, ["session", "step"], ["step_view"], trigger_mode="always_last", **quiet)
+    # The author moves the slider (not a run setting it): the replay is built on demand.
+    ui.on([ui["step"].input, ui["step"].release], step_through, ["session", "step"], ["step_view"], trigger_mode="always_last", **quiet)
 
     share = ui.on(ui["share_button"].click, share_code, [*EDITED, *SETTINGS], ["share_code"], **quiet)
     ui.on(share.then, None, ["share_code"], ["share_link"], js=LINK_JS)

@@ -28,39 +28,42 @@ def exact_code(**kwargs: Any) -> gr.Code:
     return editor
 
 
-# The stream and events views: the server sends {"run", "pages", "tail"}. Pages only grow (the
-# last one, or by a new page) during a run, and Gradio sends them as diffs, so the script appends
-# just the new HTML to the page and replaces the short tail, instead of re-parsing the whole
-# output's HTML on every update. A new run id (or shrinking pages) starts over.
+# The stream and events views: the server sends [run, pages, tail, count] (`live_views.view_value`).
+# Pages only grow (the last one, or by a new page) during a run, and Gradio sends them as diffs, so
+# the script appends just the new HTML to the page and replaces the short tail, instead of
+# re-parsing the whole output's HTML on every update. A new run id (or shrinking pages) starts
+# over; anything else (the update a run's last message sends for a view it leaves as it is) is
+# ignored.
 _INCREMENTAL_JS = """
 const stable = element.querySelector('.inc-stable');
 const tail = element.querySelector('.inc-tail');
 const box = element.querySelector('.inc-scroll');
 let run = null, done = [];
 function apply() {
-  const v = props.value || {};
-  const pages = v.pages || [];
-  let restart = v.run !== run || pages.length < done.length;
+  const v = props.value;
+  if (!Array.isArray(v)) return;
+  const [id, pages, last, count] = v;
+  let restart = id !== run || pages.length < done.length;
   for (let i = 0; !restart && i < done.length; i++) { if ((pages[i] || '').length < done[i]) restart = true; }
-  if (restart) { stable.innerHTML = ''; done = []; run = v.run; }
+  if (restart) { stable.innerHTML = ''; done = []; run = id; }
   const follow = box && box.scrollHeight - box.scrollTop - box.clientHeight < 40;
   for (let i = 0; i < pages.length; i++) {
     const have = done[i] || 0;
     if (pages[i].length > have) { stable.insertAdjacentHTML('beforeend', pages[i].slice(have)); done[i] = pages[i].length; }
   }
-  tail.innerHTML = v.tail || '';
+  tail.innerHTML = last || '';
   if (box && follow) box.scrollTop = box.scrollHeight;
-  element.dataset.run = String(v.run || '');
-  element.dataset.count = String(v.count || 0);
+  element.dataset.run = String(id || '');
+  element.dataset.count = String(count || 0);
 }
 apply();
 watch('value', apply);
 """
 
 
-def incremental_html(kind: str, value: dict | None = None, **kwargs: Any) -> gr.HTML:
-    """A view fed with {"run", "pages", "tail"} values: `kind` "stream" (a pre-wrapped text
-    block) or "events" (a table body)."""
+def incremental_html(kind: str, value: list | None = None, **kwargs: Any) -> gr.HTML:
+    """A view fed with `live_views.view_value` values: `kind` "stream" (a pre-wrapped text block)
+    or "events" (a table body)."""
     if kind == "events":
         template = (
             '<div class="inc-scroll events-scroll"><table class="events"><thead><tr><th>event</th>'
@@ -71,7 +74,7 @@ def incremental_html(kind: str, value: dict | None = None, **kwargs: Any) -> gr.
     else:
         template = '<div class="inc-scroll stream-scroll"><div class="stream-text"><span class="inc-stable"></span><span class="inc-tail"></span></div></div>'
     return gr.HTML(
-        value=value or {"run": "", "pages": [], "tail": ""},
+        value=value or ["", [], "", 0],
         html_template=template,
         js_on_load=_INCREMENTAL_JS,
         apply_default_css=False,

@@ -10,7 +10,7 @@ import gradio as gr
 import pytest
 
 from app import page
-from app.run_stream import stream_run
+from app.run_stream import RunUpdate, stream_run
 from app.sources import from_files, from_hub, from_preset, preset_choices
 from app.state import Session
 from engine.workspace import PASTED, RunSettings
@@ -40,7 +40,7 @@ def test_every_preset_fills_the_page_renders_and_replays_its_recordings(name):
         if sess.workspace.find_case(recording.case) is None:
             continue
         sess.workspace.case_name = recording.case
-        final = list(stream_run(sess, RunSettings(recording=recording.name, tokens_per_second=0), interval=0))[-1]
+        final = RunUpdate.shown(stream_run(sess, RunSettings(recording=recording.name, tokens_per_second=0), interval=0))
         if recording.expected is not None:
             assert json.loads(final.message) == recording.expected, recording.name
 

@@ -26,3 +26,25 @@ def test_the_browser_keeps_no_run_history(page: Page):
     stored = page.evaluate("Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)]))")
     assert not [key for key in stored if key.startswith("gradio:run-history")]
     assert not [key for key, value in stored.items() if TOKEN in (value or "")]
+
+
+def test_a_finished_run_stays_on_screen_across_tabs(page: Page):
+    """A run's last message leaves the output, events and message views out (Gradio would send them
+    whole once more); the views keep what they showed, also when the tab is shown again."""
+    from tests.browser.test_playground import set_number, wait_for_run
+
+    set_number(page, "pace", 0)
+    page.click("#run-button")
+    wait_for_run(page)
+    stream = page.locator("#stream-view .inc-stable")
+    shown = stream.inner_text()
+    assert "<think>" in shown or shown.strip()
+    rows = page.locator("#events-view tbody.inc-stable tr").count()
+    message = page.locator("#message-view .cm-content").inner_text()
+    assert rows >= 2 and '"role": "assistant"' in message
+    page.click('#tabs button[role=tab]:has-text("Checks")')
+    page.click('#tabs button[role=tab]:has-text("Playground")')
+    expect(stream).to_have_text(shown)
+    expect(page.locator("#events-view tbody.inc-stable tr")).to_have_count(rows)
+    expect(page.locator("#message-view .cm-content")).to_contain_text('"content": "Hello!')
+    assert page.locator("#message-view .cm-content").inner_text() == message

@@ -42,7 +42,7 @@ from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
-from .workbench import refresh
+from .workbench import edit_chat_template, edit_response_template, refresh
 
 ASSETS = Path(__file__).resolve().parent
 CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
@@ -285,9 +285,14 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     def then_refresh(event: Any) -> Any:
         return ui.on(event.then, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **quiet)
 
-    edits = [ui["chat_template"].input, ui["response_template"].input, ui["show_whitespace"].input]
-    edits += [ui[name].input for name in FORM_FIELDS]
-    ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, trigger_mode="always_last", concurrency_limit=None, **quiet)
+    # Edits: each editor sends only its own text (the session holds the rest), straight to the
+    # handler (queue=False: no queue round trip per keystroke; a session refreshes one at a time).
+    typing: dict[str, Any] = {"trigger_mode": "always_last", "show_progress": "hidden", "queue": False, "preprocess": False, "postprocess": False}
+    ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing)
+    ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
+          REFRESH_OUTPUTS, **typing)  # fmt: skip
+    edits = [ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS]
+    ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
     then_refresh(ui.on(page.load, restore_page, ["session", "boot"], FILL, js=BOOT_JS))

@@ -130,6 +130,24 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
     at once with no change, and the running refresh renders again with it before it answers. So a
     visitor's edits never pile up server threads, and the page always ends on the latest edit."""
     session.form_problems = sync(session, chat_template, response_template, form_case, form)
+    return refreshed(session, show_whitespace)
+
+
+def edit_chat_template(session: Session, chat_template: str, show_whitespace: bool) -> dict[str, Any]:
+    """A keystroke in the chat template editor: only that editor's text travels (the session holds
+    the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21."""
+    session.workspace.chat_template = chat_template if chat_template is not None else ""
+    return refreshed(session, show_whitespace)
+
+
+def edit_response_template(session: Session, response_template: str, show_whitespace: bool) -> dict[str, Any]:
+    """A keystroke in the response template editor (see `edit_chat_template`)."""
+    session.workspace.response_template = response_template if response_template is not None else ""
+    return refreshed(session, show_whitespace)
+
+
+def refreshed(session: Session, show_whitespace: bool) -> dict[str, Any]:
+    """What `refresh` shows for the session's workspace as it is now."""
     if not session.edited():
         return {}
     try:

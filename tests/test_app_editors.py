@@ -122,3 +122,31 @@ def test_a_runaway_template_becomes_a_message_and_the_page_keeps_working():
     assert "took longer than 2 s" in chat_html
     assert sess.workspace.chat_template == runaway  # nothing the user typed is lost
     assert refresh_with(sess, chat=CHATML)["chat_diagnostics"] == good_html  # and the next render works
+
+
+def test_a_keystroke_sends_only_its_editors_text():
+    """Each editor's input event carries the session, that editor's text and the whitespace toggle,
+    and goes straight to its handler (no queue round trip): Gradio's cost per event grows with
+    every value it gathers, sends, and processes on the way in and out."""
+    from app.page import build
+
+    page = build()
+    by_id = {b._id: getattr(b, "elem_id", None) for b in page.blocks.values()}
+    for editor in ("chat-editor", "response-editor"):
+        [dep] = [d for d in page.fns.values() if any(by_id.get(t[0]) == editor and t[1] == "input" for t in d.targets)]
+        assert len(dep.inputs) == 3 and by_id[dep.inputs[1]._id] == editor
+        assert dep.queue is False and dep.preprocess is False and dep.postprocess is False
+
+
+def test_an_editor_edit_keeps_the_other_editor_and_the_case():
+    from app.workbench import edit_chat_template, edit_response_template
+
+    sess = session()
+    case = sess.workspace.case
+    out = edit_chat_template(sess, CHATML + "{# x #}", False)
+    assert sess.workspace.chat_template == CHATML + "{# x #}" and sess.workspace.response_template == RESPONSE
+    assert sess.workspace.case == case and "renders this case" in out["chat_diagnostics"]
+    assert out == refresh_with(sess)  # the same view a full refresh gives
+    out = edit_response_template(sess, "{", False)
+    assert sess.workspace.response_template == "{" and sess.workspace.chat_template == CHATML + "{# x #}"
+    assert 'class="diag error"' in out["response_diagnostics"]

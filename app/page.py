@@ -8,6 +8,7 @@ see each other's templates or runs."""
 from __future__ import annotations
 
 import html
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
-from .workbench import edit_chat_template, edit_response_template, refresh
+from .workbench import build_prompt_view, edit_chat_template, edit_response_template, refresh, refreshed, view_outputs
 
 ASSETS = Path(__file__).resolve().parent
 CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
@@ -67,14 +68,19 @@ SESSIONS_KEPT = 2000
 LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_file_size": MAX_UPLOAD,
                                   "state_session_capacity": SESSIONS_KEPT, "run_history": False}
 
+# What an edit re-derives: the diagnostics, the prompt and its info line, the saved state, the run note.
+REFRESH_OUTPUTS_NAMES = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info",
+                         "saved_code", "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
         "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+# ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
+WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS_NAMES)
 # What a case action updates.
 CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
 # What an edit re-derives.
 REFRESH_INPUTS = ("session", "chat_template", "response_template", "form_case", "show_whitespace", *FORM_FIELDS)
-REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info", "saved_code", "run_note")
+REFRESH_OUTPUTS = REFRESH_OUTPUTS_NAMES
 # The editors and the case form: what most buttons save before they act.
 EDITED = ("session", "chat_template", "response_template", "form_case", *FORM_FIELDS)
 
@@ -135,10 +141,11 @@ def status_html(diagnostics: list[Diagnostic], note: str = "") -> str:
 
 
 def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
-    """Show `workspace` in every panel (`FILL`)."""
+    """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s."""
     session.workspace = workspace
     session.last_prompt_html = ""
     session.last_spec = None
+    session.form_problems = []
     loaded = load_response_spec(workspace.response_template)
     preset = workspace.preset if workspace.preset in [n for _, n in preset_choices()] else None
     return {
@@ -156,37 +163,79 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
     }
 
 
-def pick_preset(session: Session, preset: str) -> dict[str, Any]:
+def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
+         diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
+    """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
+    than a fill and then a second round trip for the prompt."""
+    return {**fill(session, workspace, note, diagnostics), **refreshed(session, show_whitespace)}
+
+
+def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
     workspace, problems = from_preset(preset)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
+    return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
 
 
-def load_hub(session: Session, hub_repo: str, hub_revision: str) -> dict[str, Any]:
+def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace: bool = False) -> dict[str, Any]:
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
+    return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
-def load_files(session: Session, files: list[Any] | None) -> dict[str, Any]:
+def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False) -> dict[str, Any]:
     paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files or [])]
     workspace, problems = from_files(session.workspace, paths)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, "Loaded the uploaded files.", problems)
+    return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 
-def restore_page(session: Session, boot: str) -> dict[str, Any]:
+def restore_page(session: Session, boot: str, show_whitespace: bool = False) -> dict[str, Any]:
     """Page load: a share link's state, else this browser's saved copy, else the default preset.
-    Whatever the link holds, the page loads (with a message when the link cannot be opened)."""
+    Whatever the link holds, the page loads (with a message when the link cannot be opened). Only
+    what differs from the page as served is sent (`first_view`): for a new visitor, usually nothing
+    (the default preset is already on screen), or today's date in a prompt served yesterday."""
     try:
         workspace, note = restore(boot)
-        return fill(session, workspace or default_workspace(), html.escape(note))
+        shown = show(session, workspace or default_workspace(), show_whitespace, html.escape(note))
     except Exception as e:  # noqa: BLE001 - a damaged saved state must never stop the page from loading
         log_failure("Restoring a saved state failed", e)
-        return fill(session, default_workspace(), "⚠ The saved state could not be opened; showing the default preset.")
+        shown = show(session, default_workspace(), show_whitespace, "⚠ The saved state could not be opened; showing the default preset.")
+    served = first_view()
+    return {name: value for name, value in shown.items() if served.get(name, _UNSET) != value}
+
+
+_UNSET = object()
+
+
+@cache
+def first_view() -> dict[str, Any]:
+    """What the page shows as served, before any event (`WORKSPACE_SHOWN`): the default preset
+    filled in, with its prompt, so a new visitor sees it as soon as the page is drawn instead of
+    after a load event and a render. Rendered in this process: it is the app's own preset, not a
+    visitor's template."""
+    session = Session.empty()
+    return {**fill(session, session.workspace), **view_outputs(session, build_prompt_view(session, False, in_process=True))}
+
+
+def set_first_view(ui: Wiring) -> None:
+    """Give the page's components the values of `first_view`, as if they had been built with them:
+    what Gradio serves as the page, and its constructor arguments (Gradio rebuilds a component from
+    those when an event updates it, and checks a dropdown's value against the choices it finds there)."""
+    for name, value in first_view().items():
+        component = ui[name]
+        update = value if isinstance(value, dict) and value.get("__type__") == "update" else {"value": value}
+        props = {k: v for k, v in update.items() if k not in ("__type__", "value")}
+        if props:  # labels, choices, visibility: as the component's own constructor stores them
+            made = type(component)(**{**component.constructor_args, **props, "value": None, "render": False})
+            for key in props:
+                setattr(component, key, getattr(made, key))
+        component.constructor_args.update(props)
+        if "value" in update:
+            component.value = component.postprocess(update["value"])
+            component.constructor_args["value"] = update["value"]
 
 
 def pick_recording(session: Session, recording: str, form_case: str, **form: Any) -> dict[str, Any]:
@@ -274,6 +323,7 @@ def build() -> gr.Blocks:
                 ui.add(**build_checks_extras())
             with gr.Tab("Publish", id="publish"):
                 ui.add(**build_publish_tab())
+        set_first_view(ui)
         wire(page, ui)
     return page
 
@@ -295,10 +345,10 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
-    then_refresh(ui.on(page.load, restore_page, ["session", "boot"], FILL, js=BOOT_JS))
-    then_refresh(ui.on(ui["preset"].input, pick_preset, ["session", "preset"], FILL))
-    then_refresh(ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision"], FILL))
-    then_refresh(ui.on(ui["files"].upload, load_files, ["session", "files"], FILL))
+    ui.on(page.load, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    ui.on(ui["preset"].input, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN)
+    ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
+    ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)
 
     case_state = ["session", "form_case", *FORM_FIELDS]
     then_refresh(ui.on(ui["case_picker"].input, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))

@@ -7,6 +7,18 @@ from typing import Any
 import gradio as gr
 
 
+class ExactText(str):
+    """Editor text that `gr.Code`'s own `postprocess` (which strips it) leaves as it is. Needed on top
+    of `exact_code`'s override: when an event's answer leaves a component out, Gradio re-creates that
+    session's copy of it from its constructor arguments, a plain `gr.Code` without the override, and
+    every later value for that session goes through the copy (after a failed Hub load, say)."""
+
+    def strip(self, chars: str | None = None) -> ExactText:
+        return self
+
+    lstrip = rstrip = strip
+
+
 def keep_exact_text(value: str | None) -> str | None:
     """What the editors send to the page: the text exactly as set (see `exact_code`)."""
     if value is not None and not isinstance(value, str):
@@ -19,13 +31,26 @@ def exact_code(**kwargs: Any) -> gr.Code:
     whitespace from values the app sets (its `postprocess`), and templates care about every byte: a
     chat template's final newline is part of the file an author publishes. The browser side keeps
     whitespace as typed, so replacing this one step is enough; tests/test_app_editors.py and the
-    browser tests (a preset load and a share link keep a final newline) check it.
+    browser tests (a preset load and a share link keep a final newline) check it. Values for it are
+    also sent as `ExactText` (`wiring` does that for every component marked `keeps_exact_text`).
 
     The override is set on the instance rather than in a subclass because Gradio writes a `.pyi`
     stub next to any module that defines a component subclass."""
     editor = gr.Code(**kwargs)
     editor.postprocess = keep_exact_text  # type: ignore[method-assign]
+    editor.keeps_exact_text = True  # type: ignore[attr-defined]
     return editor
+
+
+def exact_value(component: Any, value: Any) -> Any:
+    """`value` (or a `gr.update`'s value) as `ExactText` for an editor that keeps its text exactly."""
+    if not getattr(component, "keeps_exact_text", False):
+        return value
+    if isinstance(value, str):
+        return ExactText(value)
+    if isinstance(value, dict) and isinstance(value.get("value"), str):
+        return {**value, "value": ExactText(value["value"])}
+    return value
 
 
 # The stream and events views: the server sends [run, pages, tail, count] (`live_views.view_value`).

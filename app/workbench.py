@@ -50,14 +50,17 @@ def response_spec(session: Session) -> tuple[LoadedSpec, dict | None]:
     return loaded, session.last_spec
 
 
-def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
+def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool = False) -> PromptView:
+    """The prompt panel for the session's workspace. `in_process` renders here instead of in the
+    killable worker: only for the app's own presets (the page's first view), never a visitor's template."""
     workspace = session.workspace
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
     # One call to the worker for the prompt and where its generation prompt starts: the template is
     # compiled once (each edit is a new template to compile, the slowest part of an edit).
-    result = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id, with_generation_start=True)
+    timeout = None if in_process else RENDER_TIMEOUT
+    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -159,6 +162,12 @@ def refreshed(session: Session, show_whitespace: bool) -> dict[str, Any]:
     except BaseException:
         session.done("refresh")
         raise
+    return view_outputs(session, view)
+
+
+def view_outputs(session: Session, view: PromptView) -> dict[str, Any]:
+    """The editors' diagnostics, the case's, the prompt and its info line, the state code browser
+    storage keeps, and the stale-run note, by output name (`page.REFRESH_OUTPUTS`)."""
     case_diags = session.form_problems + view.case_diagnostics
     return {
         "chat_diagnostics": diagnostics_html(view.chat_diagnostics, "Chat template renders this case."),

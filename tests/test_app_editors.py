@@ -8,6 +8,7 @@ import gradio as gr
 from app.highlight import diagnostics_html
 from app.widgets import exact_code
 from engine.diagnostics import Diagnostic
+from engine.presets import load_preset
 from tests.test_app_support import CHATML, RESPONSE, refresh_with, session
 
 
@@ -150,3 +151,28 @@ def test_an_editor_edit_keeps_the_other_editor_and_the_case():
     out = edit_response_template(sess, "{", False)
     assert sess.workspace.response_template == "{" and sess.workspace.chat_template == CHATML + "{# x #}"
     assert 'class="diag error"' in out["response_diagnostics"]
+
+
+def test_an_editor_left_out_of_an_answer_still_keeps_the_next_text_exactly():
+    """When an answer leaves a component out (a failed Hub load answers with its status only, a page
+    load with nothing to restore answers with nothing), Gradio re-creates that session's copy of the
+    component as a plain `gr.Code`, which strips values: the next preset must still arrive whole."""
+    import asyncio
+
+    from gradio.state_holder import SessionState
+
+    from app.page import build
+
+    page = build()
+    state = SessionState(page)
+
+    def answer(handler: str, **values):
+        [dep] = [f for f in page.fns.values() if f.name == handler]
+        names = [getattr(c, "elem_id", None) for c in dep.inputs]
+        inputs = [values.get(n, c.value) for n, c in zip(names, dep.inputs)]
+        out = asyncio.run(page.process_api(block_fn=dep, inputs=inputs, state=state, request=None))
+        return dict(zip([getattr(c, "elem_id", None) for c in dep.outputs], out["data"]))
+
+    answer("load_hub", **{"hub-repo": "not a valid id!!"})
+    shown = answer("pick_preset", **{"preset-picker": "blank"})
+    assert shown["chat-editor"] == load_preset("blank").chat_template and shown["chat-editor"].endswith("\n")

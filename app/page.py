@@ -38,7 +38,7 @@ from .publish_panel import build_publish_tab, download_zip, open_pull_request, p
 from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
-from .share import BOOT_JS, LINK_JS, SAVE_JS, save_settings, share_code
+from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, SAVE_JS, save_settings, share_code
 from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
@@ -193,21 +193,23 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
 
 
 def restore_page(session: Session, boot: str, show_whitespace: bool = False) -> dict[str, Any]:
-    """Page load: a share link's state, else this browser's saved copy, else the default preset.
-    Whatever the link holds, the page loads (with a message when the link cannot be opened). Only
-    what differs from the page as served is sent (`first_view`): for a new visitor, usually nothing
-    (the default preset is already on screen), or today's date in a prompt served yesterday."""
+    """Page load with something to restore (`share.RESTORE_GATE_JS`): a share link's state, else
+    this browser's saved copy, else the default preset. Whatever the link holds, the page loads
+    (with a message when the link cannot be opened)."""
     try:
         workspace, note = restore(boot)
-        shown = show(session, workspace or default_workspace(), show_whitespace, html.escape(note))
+        return show(session, workspace or default_workspace(), show_whitespace, html.escape(note))
     except Exception as e:  # noqa: BLE001 - a damaged saved state must never stop the page from loading
         log_failure("Restoring a saved state failed", e)
-        shown = show(session, default_workspace(), show_whitespace, "⚠ The saved state could not be opened; showing the default preset.")
+        return show(session, default_workspace(), show_whitespace, "⚠ The saved state could not be opened; showing the default preset.")
+
+
+def check_first_view(session: Session, show_whitespace: bool = False) -> dict[str, Any]:
+    """Every page load: the page was served showing the prompt as rendered when the server started;
+    the prompt panel is sent again only where it renders differently now (a template that prints
+    today's date, a day later). Usually nothing."""
     served = first_view()
-    return {name: value for name, value in shown.items() if served.get(name, _UNSET) != value}
-
-
-_UNSET = object()
+    return {name: value for name, value in refreshed(session, show_whitespace).items() if served.get(name) != value}
 
 
 @cache
@@ -271,6 +273,8 @@ def build() -> gr.Blocks:
         # called by a load event of its own on every page load, racing the page's own load (which
         # restores a share link or saved state) and sometimes replacing what it restored.
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
+        # Pressed by the page's own script when there is a share link or a saved copy to restore.
+        ui.add(restore_button=gr.Button("Restore", elem_id="restore-button", elem_classes=["hidden-trigger"]))
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.HTML(header_html(), elem_id="header", min_width=300)
             # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
@@ -345,7 +349,9 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
-    ui.on(page.load, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
+    ui.on(page.load, None, js=RESTORE_GATE_JS)
+    ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
     ui.on(ui["preset"].input, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN)
     ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)

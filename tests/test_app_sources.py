@@ -112,15 +112,30 @@ def test_load_from_hub_failures_are_messages(monkeypatch, tmp_path):
 def test_page_load_restores_or_falls_back_to_the_default_preset():
     sess = Session.empty()
     values = page.restore_page(sess, json.dumps({"hash": "", "saved": None}))
-    assert sess.workspace.preset == "smollm3" and sess.last_prompt_html
-    # The page is served showing the default preset, its prompt included: nothing to send again.
-    served = page.first_view()
-    assert values == {} and set(served) == set(page.WORKSPACE_SHOWN)
-    assert served["preset"]["value"] == "smollm3" and served["prompt"] == sess.last_prompt_html
+    assert set(values) == set(page.WORKSPACE_SHOWN) and sess.workspace.preset == "smollm3"
+    assert values["preset"]["value"] == "smollm3" and values["prompt"] == page.first_view()["prompt"]
     saved = encode_workspace(Workspace.from_preset(load_preset("qwen3")))
     values = page.restore_page(Session.empty(), json.dumps({"hash": "", "saved": saved}))
     assert values["preset"]["value"] == "qwen3" and values["chat_template"] == load_preset("qwen3").chat_template
-    assert "prompt" in values and set(values) <= set(page.WORKSPACE_SHOWN)
+    assert "Restored" in values["status"] and "prompt-text" in values["prompt"]
+
+
+def test_a_new_visitors_page_load_sends_nothing_the_page_already_shows():
+    """The page is served showing the default preset and its prompt; the load only checks that the
+    prompt still renders the same (a template that prints today's date, served yesterday)."""
+    sess = Session.empty()
+    assert page.check_first_view(sess, False) == {} and sess.last_prompt_html == page.first_view()["prompt"]
+    served = page.first_view()
+    assert set(served) == set(page.WORKSPACE_SHOWN) and served["preset"]["value"] == "smollm3"
+    yesterday = {**served, "prompt": served["prompt"].replace("Today Date", "Yesterday Date")}
+    page.first_view.cache_clear()
+    try:
+        import unittest.mock
+
+        with unittest.mock.patch.object(page, "first_view", lambda: yesterday):
+            assert set(page.check_first_view(Session.empty(), False)) == {"prompt"}
+    finally:
+        page.first_view.cache_clear()
 
 
 def test_the_page_is_served_showing_the_default_preset_and_its_prompt():

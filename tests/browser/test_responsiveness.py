@@ -48,3 +48,19 @@ def test_a_finished_run_stays_on_screen_across_tabs(page: Page):
     expect(page.locator("#events-view tbody.inc-stable tr")).to_have_count(rows)
     expect(page.locator("#message-view .cm-content")).to_contain_text('"content": "Hello!')
     assert page.locator("#message-view .cm-content").inner_text() == message
+
+
+def test_a_new_visitor_sees_the_prompt_without_waiting_for_the_server(browser, app_url: str):
+    """The page is served showing the default preset and its prompt: with every event request held
+    back, the prompt is still drawn (before, it waited for a load event and then a render)."""
+    context = browser.new_context(viewport={"width": 1500, "height": 1000})
+    page = context.new_page()
+    page.route("**/gradio_api/queue/**", lambda route: route.abort())
+    page.route("**/gradio_api/run/**", lambda route: route.abort())
+    try:
+        page.goto(app_url)
+        expect(page.locator("#prompt-view .prompt-text")).to_contain_text("<|im_start|>", timeout=30_000)
+        expect(page.locator("#chat-editor .cm-content")).to_contain_text("SmolLM3")
+        expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+    finally:
+        context.close()

@@ -352,17 +352,20 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     ui.on(page.load, None, js=RESTORE_GATE_JS)
     ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
-    ui.on(ui["preset"].input, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN)
+    # `select`, not `input`: Gradio's dropdown sends `input` twice for one pick (twice the work and
+    # twice the answer); and straight to the handler (no queue round trip), as an edit.
+    ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
+          show_progress="hidden")
     ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)
 
     case_state = ["session", "form_case", *FORM_FIELDS]
-    then_refresh(ui.on(ui["case_picker"].input, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_add"].click, cases.add_case, case_state, CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_duplicate"].click, cases.duplicate_case, case_state, CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_rename"].click, cases.rename_case, [*case_state, "case_name"], CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_delete"].click, cases.delete_case, case_state, CASE_SHOWN, **quiet))
-    then_refresh(ui.on(ui["recording"].input, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
+    then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
     ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)

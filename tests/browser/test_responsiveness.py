@@ -64,3 +64,18 @@ def test_a_new_visitor_sees_the_prompt_without_waiting_for_the_server(browser, a
         expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
     finally:
         context.close()
+
+
+def test_picking_a_preset_asks_the_server_once(page: Page):
+    """Gradio's dropdown sends `input` twice for one pick: the preset is loaded on `select`, once,
+    and its answer carries the prompt too (no second request for it)."""
+    from tests.browser.test_playground import pick
+
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.post_data or "") if "/gradio_api/" in r.url and r.method == "POST" else None)
+    pick(page, "preset-picker", "Qwen3")
+    expect(page.locator("#prompt-view .prompt-text")).to_contain_text("<|im_start|>user")
+    expect(page.locator("#chat-editor .cm-content")).to_contain_text("Qwen3")
+    page.wait_for_timeout(1000)
+    loads = [body for body in sent if '"qwen3"' in body]
+    assert len(loads) == 1, loads

@@ -158,6 +158,7 @@ def test_an_editor_left_out_of_an_answer_still_keeps_the_next_text_exactly():
     load with nothing to restore answers with nothing), Gradio re-creates that session's copy of the
     component as a plain `gr.Code`, which strips values: the next preset must still arrive whole."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from gradio.state_holder import SessionState
 
@@ -170,7 +171,10 @@ def test_an_editor_left_out_of_an_answer_still_keeps_the_next_text_exactly():
         [dep] = [f for f in page.fns.values() if f.name == handler]
         names = [getattr(c, "elem_id", None) for c in dep.inputs]
         inputs = [values.get(n, c.value) for n, c in zip(names, dep.inputs)]
-        out = asyncio.run(page.process_api(block_fn=dep, inputs=inputs, state=state, request=None))
+        call = page.process_api(block_fn=dep, inputs=inputs, state=state, request=None)
+        # A thread of its own: after the browser tests, Playwright's loop is running in this one.
+        with ThreadPoolExecutor(1) as thread:
+            out = thread.submit(asyncio.run, call).result()
         return dict(zip([getattr(c, "elem_id", None) for c in dep.outputs], out["data"]))
 
     answer("load_hub", **{"hub-repo": "not a valid id!!"})

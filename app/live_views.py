@@ -38,15 +38,30 @@ class PagedHtml:
         return "".join(self.pages)
 
 
-def view_html(value: dict) -> str:
+def view_value(run: str, pages: list[str], tail: str = "", count: int = 0) -> list:
+    """What a stream or events view is sent: `[run, pages, tail, count]` (`widgets.incremental_html`).
+    A list, not a dict: when a run ends, its last update leaves these views out (Gradio would
+    otherwise send their whole values once more), and Gradio turns a view it leaves out into an
+    update by diffing against the last value, which for a dict edits that value in place in the
+    page (the script then saw it empty) but for a list replaces it, which the page ignores."""
+    return [run, pages, tail, count]
+
+
+def view_parts(value: list) -> dict:
+    """A view value by name: {"run", "pages", "tail", "count"}."""
+    return dict(zip(("run", "pages", "tail", "count"), value))
+
+
+def view_html(value: list) -> str:
     """The whole HTML a stream or events view value shows (for tests and step-through)."""
-    return "".join(value.get("pages", [])) + value.get("tail", "")
+    parts = view_parts(value)
+    return "".join(parts["pages"]) + parts["tail"]
 
 
 class StreamView:
     """Incremental HTML of a streaming output. `update` renders only text it has not rendered yet
     (segments only ever grow at the end; pending text is re-rendered as the tail), so the work per
-    update is proportional to the new text. The value is `{"run", "pages", "tail"}`: the page's
+    update is proportional to the new text. The value is `view_value(run, pages, tail)`: the page's
     script appends what the pages gained since the last update and replaces the tail; a new run id
     starts over."""
 
@@ -58,7 +73,7 @@ class StreamView:
         self._done = 0  # output characters already rendered
         self.tail = ""
 
-    def update(self, text: str, segments: Sequence[Segment]) -> dict:
+    def update(self, text: str, segments: Sequence[Segment]) -> list:
         """The view of `text` (the whole output so far, e.g. `Trace.output`) as `segments` tile it."""
         fresh: list[str] = []
         tail = ""
@@ -76,7 +91,7 @@ class StreamView:
         self.tail = tail
         return self.value()
 
-    def replace(self, html_text: str, segments: Sequence[Segment]) -> dict:
+    def replace(self, html_text: str, segments: Sequence[Segment]) -> list:
         """Show a complete rendering of `segments` instead (e.g. with errors marked); a new run id
         makes the page's script start over rather than append. Later updates append after it."""
         self.run_id += "+"
@@ -87,13 +102,13 @@ class StreamView:
         self._done = segments[committed[-1]].end if committed else 0
         return self.value()
 
-    def value(self) -> dict:
-        return {"run": self.run_id, "pages": list(self.html.pages), "tail": self.tail}
+    def value(self) -> list:
+        return view_value(self.run_id, list(self.html.pages), self.tail)
 
 
-def stream_value(run_id: str, html_text: str) -> dict:
+def stream_value(run_id: str, html_text: str) -> list:
     """A stream view value showing fixed HTML (a message, or a full rendering)."""
-    return {"run": run_id, "pages": [html_text], "tail": ""}
+    return view_value(run_id, [html_text])
 
 
 class EventsView:
@@ -161,6 +176,6 @@ class EventsView:
             f"<td class=\"ev-text\">{newline_marks(text)}</td><td>{dirty_cell}</td></tr>"
         )
 
-    def value(self) -> dict:
+    def value(self) -> list:
         tail = self._chunk_row(self._open) if self._open is not None else ""
-        return {"run": self.run_id, "pages": list(self.html.pages), "tail": tail, "count": self.count}
+        return view_value(self.run_id, list(self.html.pages), tail, self.count)

@@ -8,6 +8,7 @@ see each other's templates or runs."""
 from __future__ import annotations
 
 import html
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,12 @@ from .publish_panel import build_publish_tab, download_zip, open_pull_request, p
 from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
-from .share import BOOT_JS, LINK_JS, SAVE_JS, save_settings, share_code
+from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, SAVE_JS, save_settings, share_code
 from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
-from .workbench import refresh
+from .workbench import build_prompt_view, edit_chat_template, edit_response_template, refresh, refreshed, view_outputs
 
 ASSETS = Path(__file__).resolve().parent
 CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
@@ -61,17 +62,25 @@ THEME = gr.themes.Soft(
 MAX_UPLOAD = "10mb"
 # Gradio keeps a little state for every session it has seen; beyond this many, the oldest go.
 SESSIONS_KEPT = 2000
+# run_history off: Gradio 6 otherwise keeps every event's inputs and outputs in the browser's
+# localStorage (a Hub token or API key typed here included) and re-reads and re-writes that history
+# on every event, which made each keystroke slower the longer a page was used.
 LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_file_size": MAX_UPLOAD,
-                                  "state_session_capacity": SESSIONS_KEPT}
+                                  "state_session_capacity": SESSIONS_KEPT, "run_history": False}
 
+# What an edit re-derives: the diagnostics, the prompt and its info line, the saved state, the run note.
+REFRESH_OUTPUTS_NAMES = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info",
+                         "saved_code", "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
         "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+# ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
+WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS_NAMES)
 # What a case action updates.
 CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
 # What an edit re-derives.
 REFRESH_INPUTS = ("session", "chat_template", "response_template", "form_case", "show_whitespace", *FORM_FIELDS)
-REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info", "saved_code", "run_note")
+REFRESH_OUTPUTS = REFRESH_OUTPUTS_NAMES
 # The editors and the case form: what most buttons save before they act.
 EDITED = ("session", "chat_template", "response_template", "form_case", *FORM_FIELDS)
 
@@ -132,10 +141,11 @@ def status_html(diagnostics: list[Diagnostic], note: str = "") -> str:
 
 
 def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
-    """Show `workspace` in every panel (`FILL`)."""
+    """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s."""
     session.workspace = workspace
     session.last_prompt_html = ""
     session.last_spec = None
+    session.form_problems = []
     loaded = load_response_spec(workspace.response_template)
     preset = workspace.preset if workspace.preset in [n for _, n in preset_choices()] else None
     return {
@@ -153,37 +163,81 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
     }
 
 
-def pick_preset(session: Session, preset: str) -> dict[str, Any]:
+def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
+         diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
+    """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
+    than a fill and then a second round trip for the prompt."""
+    return {**fill(session, workspace, note, diagnostics), **refreshed(session, show_whitespace)}
+
+
+def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
     workspace, problems = from_preset(preset)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
+    return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
 
 
-def load_hub(session: Session, hub_repo: str, hub_revision: str) -> dict[str, Any]:
+def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace: bool = False) -> dict[str, Any]:
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
+    return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
-def load_files(session: Session, files: list[Any] | None) -> dict[str, Any]:
+def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False) -> dict[str, Any]:
     paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files or [])]
     workspace, problems = from_files(session.workspace, paths)
     if workspace is None:
         return {"status": status_html(problems)}
-    return fill(session, workspace, "Loaded the uploaded files.", problems)
+    return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 
-def restore_page(session: Session, boot: str) -> dict[str, Any]:
-    """Page load: a share link's state, else this browser's saved copy, else the default preset.
-    Whatever the link holds, the page loads (with a message when the link cannot be opened)."""
+def restore_page(session: Session, boot: str, show_whitespace: bool = False) -> dict[str, Any]:
+    """Page load with something to restore (`share.RESTORE_GATE_JS`): a share link's state, else
+    this browser's saved copy, else the default preset. Whatever the link holds, the page loads
+    (with a message when the link cannot be opened)."""
     try:
         workspace, note = restore(boot)
-        return fill(session, workspace or default_workspace(), html.escape(note))
+        return show(session, workspace or default_workspace(), show_whitespace, html.escape(note))
     except Exception as e:  # noqa: BLE001 - a damaged saved state must never stop the page from loading
         log_failure("Restoring a saved state failed", e)
-        return fill(session, default_workspace(), "⚠ The saved state could not be opened; showing the default preset.")
+        return show(session, default_workspace(), show_whitespace, "⚠ The saved state could not be opened; showing the default preset.")
+
+
+def check_first_view(session: Session, show_whitespace: bool = False) -> dict[str, Any]:
+    """Every page load: the page was served showing the prompt as rendered when the server started;
+    the prompt panel is sent again only where it renders differently now (a template that prints
+    today's date, a day later). Usually nothing."""
+    served = first_view()
+    return {name: value for name, value in refreshed(session, show_whitespace).items() if served.get(name) != value}
+
+
+@cache
+def first_view() -> dict[str, Any]:
+    """What the page shows as served, before any event (`WORKSPACE_SHOWN`): the default preset
+    filled in, with its prompt, so a new visitor sees it as soon as the page is drawn instead of
+    after a load event and a render. Rendered in this process: it is the app's own preset, not a
+    visitor's template."""
+    session = Session.empty()
+    return {**fill(session, session.workspace), **view_outputs(session, build_prompt_view(session, False, in_process=True))}
+
+
+def set_first_view(ui: Wiring) -> None:
+    """Give the page's components the values of `first_view`, as if they had been built with them:
+    what Gradio serves as the page, and its constructor arguments (Gradio rebuilds a component from
+    those when an event updates it, and checks a dropdown's value against the choices it finds there)."""
+    for name, value in first_view().items():
+        component = ui[name]
+        update = value if isinstance(value, dict) and value.get("__type__") == "update" else {"value": value}
+        props = {k: v for k, v in update.items() if k not in ("__type__", "value")}
+        if props:  # labels, choices, visibility: as the component's own constructor stores them
+            made = type(component)(**{**component.constructor_args, **props, "value": None, "render": False})
+            for key in props:
+                setattr(component, key, getattr(made, key))
+        component.constructor_args.update(props)
+        if "value" in update:
+            component.value = component.postprocess(update["value"])
+            component.constructor_args["value"] = update["value"]
 
 
 def pick_recording(session: Session, recording: str, form_case: str, **form: Any) -> dict[str, Any]:
@@ -219,6 +273,8 @@ def build() -> gr.Blocks:
         # called by a load event of its own on every page load, racing the page's own load (which
         # restores a share link or saved state) and sometimes replacing what it restored.
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
+        # Pressed by the page's own script when there is a share link or a saved copy to restore.
+        ui.add(restore_button=gr.Button("Restore", elem_id="restore-button", elem_classes=["hidden-trigger"]))
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.HTML(header_html(), elem_id="header", min_width=300)
             # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
@@ -271,6 +327,7 @@ def build() -> gr.Blocks:
                 ui.add(**build_checks_extras())
             with gr.Tab("Publish", id="publish"):
                 ui.add(**build_publish_tab())
+        set_first_view(ui)
         wire(page, ui)
     return page
 
@@ -282,23 +339,33 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     def then_refresh(event: Any) -> Any:
         return ui.on(event.then, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **quiet)
 
-    edits = [ui["chat_template"].input, ui["response_template"].input, ui["show_whitespace"].input]
-    edits += [ui[name].input for name in FORM_FIELDS]
-    ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, trigger_mode="always_last", concurrency_limit=None, **quiet)
+    # Edits: each editor sends only its own text (the session holds the rest), straight to the
+    # handler (queue=False: no queue round trip per keystroke; a session refreshes one at a time).
+    typing: dict[str, Any] = {"trigger_mode": "always_last", "show_progress": "hidden", "queue": False, "preprocess": False, "postprocess": False}
+    ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing)
+    ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
+          REFRESH_OUTPUTS, **typing)  # fmt: skip
+    edits = [ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS]
+    ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
-    then_refresh(ui.on(page.load, restore_page, ["session", "boot"], FILL, js=BOOT_JS))
-    then_refresh(ui.on(ui["preset"].input, pick_preset, ["session", "preset"], FILL))
-    then_refresh(ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision"], FILL))
-    then_refresh(ui.on(ui["files"].upload, load_files, ["session", "files"], FILL))
+    ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
+    ui.on(page.load, None, js=RESTORE_GATE_JS)
+    ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    # `select`, not `input`: Gradio's dropdown sends `input` twice for one pick (twice the work and
+    # twice the answer); and straight to the handler (no queue round trip), as an edit.
+    ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
+          show_progress="hidden")
+    ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
+    ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)
 
     case_state = ["session", "form_case", *FORM_FIELDS]
-    then_refresh(ui.on(ui["case_picker"].input, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
+    then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_add"].click, cases.add_case, case_state, CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_duplicate"].click, cases.duplicate_case, case_state, CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_rename"].click, cases.rename_case, [*case_state, "case_name"], CASE_SHOWN, **quiet))
     then_refresh(ui.on(ui["case_delete"].click, cases.delete_case, case_state, CASE_SHOWN, **quiet))
-    then_refresh(ui.on(ui["recording"].input, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
+    then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
     ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)
@@ -309,7 +376,8 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key"], RUN_OUTPUTS, concurrency_limit=16,
           show_progress="hidden")
     ui.on(ui["stop"].click, runs.stop_button, ["session"], [], queue=False, show_progress="hidden")
-    ui.on(ui["step"].change, step_through, ["session", "step"], ["step_view"], trigger_mode="always_last", **quiet)
+    # The author moves the slider (not a run setting it): the replay is built on demand.
+    ui.on([ui["step"].input, ui["step"].release], step_through, ["session", "step"], ["step_view"], trigger_mode="always_last", **quiet)
 
     share = ui.on(ui["share_button"].click, share_code, [*EDITED, *SETTINGS], ["share_code"], **quiet)
     ui.on(share.then, None, ["share_code"], ["share_link"], js=LINK_JS)

@@ -19,7 +19,7 @@ from engine.runners.simulated import EXPLANATION
 from engine.workspace import PASTED, Workspace
 
 from .highlight import diagnostics_html, esc
-from .live_views import stream_value
+from .live_views import stream_value, view_value
 from .run_stream import not_started, read_settings, stream_run
 from .state import Session
 from .step_panel import EMPTY as STEP_EMPTY
@@ -70,7 +70,7 @@ RUN_VIEWS = ("stream", "stats", "run_diagnostics", "message", "events", "step", 
 def cleared_run(session: Session) -> dict[str, Any]:
     """Forget the last run and empty its views: a run belongs to the templates and case it ran with."""
     session.last_run = None
-    return {"stream": EMPTY_STREAM, "stats": "", "run_diagnostics": "", "message": "", "events": {"run": "", "pages": [], "tail": ""},
+    return {"stream": EMPTY_STREAM, "stats": "", "run_diagnostics": "", "message": "", "events": view_value("", []),
             "step": gr.update(visible=False, value=0), "step_view": STEP_EMPTY, "run_note": ""}  # fmt: skip
 
 

@@ -9,7 +9,7 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +25,8 @@ from engine.workspace import PASTED, RUNNERS, RunSettings, Workspace
 from .highlight import diagnostics_html, esc, field_classes, legend_html, message_json, output_html, prefix_html
 from .live_views import EventsView, StreamView
 from .state import LastRun, Session, run_key
+from .step_panel import EMPTY as STEP_EMPTY
+from .step_panel import ready_html
 from .workbench import RENDER_TIMEOUT
 
 UPDATES_PER_SECOND = 15
@@ -32,7 +34,7 @@ UPDATES_PER_SECOND = 15
 SETTINGS = ("runner", "recording", "pasted", "tokens_per_second", "model", "max_new_tokens", "temperature", "top_p",
             "seed", "remote_url", "remote_model")  # fmt: skip
 # What a run updates, by name.
-OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop", "run_note")
+OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "step_view", "run", "stop", "run_note")
 
 
 def read_settings(**values: Any) -> RunSettings:
@@ -57,19 +59,30 @@ def read_settings(**values: Any) -> RunSettings:
 class RunUpdate:
     """One update of the run panel; None leaves a view as it is."""
 
-    stream: dict | None = None
+    stream: list | None = None
     legend: str | None = None
     stats: str | None = None
     diagnostics: str | None = None
     message: str | None = None
-    events: dict | None = None
+    events: list | None = None
     step: Any = None  # a gr.update for the step-through slider
+    step_view: str | None = None
     running: bool | None = None
+
+    @classmethod
+    def shown(cls, updates: Iterable[RunUpdate]) -> RunUpdate:
+        """The run panel after `updates`: each view as the last update that set it left it."""
+        panel = cls()
+        for update in updates:
+            for name, value in vars(update).items():
+                if value is not None:
+                    setattr(panel, name, value)
+        return panel
 
     def outputs(self) -> dict[str, Any]:
         """The update by output name (`OUTPUTS`); views it leaves alone are not in it."""
         values = {"stream": self.stream, "legend": self.legend, "stats": self.stats, "run_diagnostics": self.diagnostics,
-                  "message": self.message, "events": self.events, "step": self.step}  # fmt: skip
+                  "message": self.message, "events": self.events, "step": self.step, "step_view": self.step_view}  # fmt: skip
         out = {name: value for name, value in values.items() if value is not None}
         if self.stream is not None:
             out["run_note"] = ""  # a new run is no longer stale
@@ -125,7 +138,7 @@ def _put(out: queue.Queue, item: Any, stop: threading.Event) -> bool:
     return True
 
 
-def _stream_value(view: StreamView, trace: Trace, classes: dict[str, str], prefix: str, errors_shown: int) -> dict:
+def _stream_value(view: StreamView, trace: Trace, classes: dict[str, str], prefix: str, errors_shown: int) -> list:
     """The stream view after new output: appended incrementally, or, once the trace has pinned a new
     error on a span, re-rendered whole with the error marked."""
     segments = trace.segments()
@@ -187,7 +200,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     yield RunUpdate(
         stream=view.value(), legend=legend_html(classes), message=message_dump, events=events.value(),
         stats=_stats_html(settings, 0, 0, None, 0, events.count, "starting…"), diagnostics=diagnostics_html([]),
-        step=gr.update(visible=False), running=True,
+        step=gr.update(visible=False), step_view=STEP_EMPTY, running=True,
     )  # fmt: skip
     out: queue.Queue = queue.Queue()
     pump = threading.Thread(target=_pump, args=(runner, prompt, case.tools, stop, out), daemon=True, name="playground-run")
@@ -253,12 +266,15 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")
     # A run that failed before writing anything has no message to show (not an empty assistant message).
     message = "" if not chunks and state == "failed" else message_json(trace.message)
+    # The long views' last content, then the end on its own: when a run ends, Gradio sends the values
+    # of the last update once more, whole rather than as a diff, so that update holds only short ones
+    # (the views it leaves out stay as they are: see `live_views.view_value`).
+    yield RunUpdate(stream=stream, events=events.value(), message=message)
     yield RunUpdate(
-        stream=stream, events=events.value(), message=message,
         stats=_stats_html(settings, tokens[-1] if tokens else 0, seconds[-1] if seconds else 0, first_region, len(chunks), events.count, state) + expected_note,
         diagnostics=diagnostics_html(problems + trace.diagnostics, "Parsed without problems."),
         step=gr.update(visible=bool(chunks), minimum=0, maximum=len(chunks) + 1, value=len(chunks) + 1, step=1),
-        running=False,
+        step_view=ready_html(len(chunks)) if chunks else STEP_EMPTY, running=False,
     )  # fmt: skip
 
 

@@ -30,6 +30,18 @@ BOOT_JS = f"""() => {{
   return [JSON.stringify({{hash: hash, saved: saved}})];
 }}"""
 
+# Page load: only a page with something to restore (a share link, a saved copy) asks the server for
+# it, by pressing the hidden restore button (whose event reads them with BOOT_JS). A new visitor's
+# page is served showing the default preset already: nothing to ask for, nothing sent.
+RESTORE_GATE_JS = f"""() => {{
+  let saved = null;
+  try {{ saved = window.localStorage.getItem({STORAGE_KEY!r}); }} catch (e) {{}}
+  if (window.location.hash.startsWith('#s=') || saved) {{
+    const button = document.getElementById('restore-button');
+    if (button) button.click();
+  }}
+}}"""
+
 SAVE_JS = f"""(code) => {{ if (code) {{ try {{ window.localStorage.setItem({STORAGE_KEY!r}, code); }} catch (e) {{}} }} }}"""
 
 LINK_JS = """(code) => code ? window.location.origin + window.location.pathname + '#s=' + code : ''"""

@@ -17,6 +17,14 @@ from .state import Session
 EMPTY = '<div class="step-empty">Run something, then move the slider to replay it chunk by chunk.</div>'
 
 
+def ready_html(chunks: int) -> str:
+    """What the view says once a run has ended. The replay is built when the slider moves, not at
+    the end of every run: at its last position it is the whole output again (and its events and
+    segments), which the output panel already shows, so it would double what a run sends the page."""
+    return (f'<div class="step-empty">Move the slider to replay this run chunk by chunk ({chunks:,} chunks; '
+            "the last position is after the end of the output).</div>")
+
+
 def step_through(session: Session, step: float) -> dict[str, str]:
     """The slider moved: the step-through view at that position (within the visitor's regex allowance)."""
     session.touch()
@@ -68,8 +76,7 @@ def step_view(session: Session, position: float) -> str:
         if pending is not None
         else '<div class="sub">nothing held back</div>'
     )
-    value = events.value()
-    rows = view_html(value)
+    rows = view_html(events.value())
     segment_rows = "".join(
         f'<tr><td>{s.start}</td><td>{s.end}</td><td>{esc(s.kind)}</td><td><span class="chip {classes.get(s.field or "", "")}">'
         f'{esc(s.field or "")}</span></td><td class="ev-text">{newline_marks(shorten(output[s.start:s.end], 120))}</td></tr>'
@@ -86,7 +93,7 @@ def step_view(session: Session, position: float) -> str:
       <div class="step-label">Message so far</div><pre class="message-box">{esc(message_json(trace.message))}</pre>
     </div>
   </div>
-  <div class="step-label">Events so far ({value["count"]}; this step's highlighted)</div>
+  <div class="step-label">Events so far ({events.count}; this step's highlighted)</div>
   <div class="events-scroll"><table class="events"><thead><tr><th>event</th><th>field</th><th>text or value</th><th>dirty</th></tr></thead><tbody>{rows}</tbody></table></div>
   <div class="step-label">Segments ({len(segments)})</div>
   <div class="events-scroll"><table class="events segments"><thead><tr><th>start</th><th>end</th><th>kind</th><th>field</th><th>text</th></tr></thead><tbody>{segment_rows}</tbody></table></div>

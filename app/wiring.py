@@ -19,6 +19,8 @@ from typing import Any
 
 import gradio as gr
 
+from .widgets import exact_value
+
 
 class Wiring:
     """The page's components by name, and `on` to connect events to handlers by those names."""
@@ -72,7 +74,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
             raise KeyError(f"{handler.__name__} returned values for {sorted(unknown)}, which are not its outputs")
         if not result and outputs:  # nothing changes: Gradio needs at least one output named
             return {next(iter(outputs.values())): gr.skip()}
-        return {outputs[name]: value for name, value in result.items()}
+        return {outputs[name]: exact_value(outputs[name], value) for name, value in result.items()}
 
     if inspect.isgeneratorfunction(handler):
         def call(*args: Any) -> Iterable[Any]:

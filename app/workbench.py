@@ -50,12 +50,17 @@ def response_spec(session: Session) -> tuple[LoadedSpec, dict | None]:
     return loaded, session.last_spec
 
 
-def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
+def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool = False) -> PromptView:
+    """The prompt panel for the session's workspace. `in_process` renders here instead of in the
+    killable worker: only for the app's own presets (the page's first view), never a visitor's template."""
     workspace = session.workspace
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
-    result = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
+    # One call to the worker for the prompt and where its generation prompt starts: the template is
+    # compiled once (each edit is a new template to compile, the slowest part of an edit).
+    timeout = None if in_process else RENDER_TIMEOUT
+    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -74,7 +79,7 @@ def build_prompt_view(session: Session, show_whitespace: bool) -> PromptView:
         prefix_segments = trace.prefix_segments()
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
         special |= literal_delimiters(trace.template)
-    gen_start = workspace.generation_start(case, prompt, timeout=RENDER_TIMEOUT, owner=session.id)
+    gen_start = result.generation_start
     body = prompt_html(
         prompt,
         special_tokens=special,
@@ -128,6 +133,24 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
     at once with no change, and the running refresh renders again with it before it answers. So a
     visitor's edits never pile up server threads, and the page always ends on the latest edit."""
     session.form_problems = sync(session, chat_template, response_template, form_case, form)
+    return refreshed(session, show_whitespace)
+
+
+def edit_chat_template(session: Session, chat_template: str, show_whitespace: bool) -> dict[str, Any]:
+    """A keystroke in the chat template editor: only that editor's text travels (the session holds
+    the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21."""
+    session.workspace.chat_template = chat_template if chat_template is not None else ""
+    return refreshed(session, show_whitespace)
+
+
+def edit_response_template(session: Session, response_template: str, show_whitespace: bool) -> dict[str, Any]:
+    """A keystroke in the response template editor (see `edit_chat_template`)."""
+    session.workspace.response_template = response_template if response_template is not None else ""
+    return refreshed(session, show_whitespace)
+
+
+def refreshed(session: Session, show_whitespace: bool) -> dict[str, Any]:
+    """What `refresh` shows for the session's workspace as it is now."""
     if not session.edited():
         return {}
     try:
@@ -139,6 +162,12 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
     except BaseException:
         session.done("refresh")
         raise
+    return view_outputs(session, view)
+
+
+def view_outputs(session: Session, view: PromptView) -> dict[str, Any]:
+    """The editors' diagnostics, the case's, the prompt and its info line, the state code browser
+    storage keeps, and the stale-run note, by output name (`page.REFRESH_OUTPUTS`)."""
     case_diags = session.form_problems + view.case_diagnostics
     return {
         "chat_diagnostics": diagnostics_html(view.chat_diagnostics, "Chat template renders this case."),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .render import RenderResult, render
+from .render import RenderResult, generation_start_in, render
 
 
 @dataclass
@@ -96,9 +96,11 @@ def render_case(
     template_kwargs: dict | None = None,
     timeout: float | None = None,
     owner: Any = None,
+    with_generation_start: bool = False,
 ) -> RenderResult:
     """Render a case. The case's own special tokens and kwargs win over the preset's defaults.
-    `timeout` renders in the killable worker, `owner` is whose render it is (see `engine.render.render`)."""
+    `timeout` renders in the killable worker, `owner` is whose render it is; `with_generation_start`
+    also finds where the generation prompt begins, in the same call (see `engine.render.render`)."""
     return render(
         chat_template,
         case.messages,
@@ -110,6 +112,7 @@ def render_case(
         special_tokens=_merged(special_tokens, case.special_tokens),
         timeout=timeout,
         owner=owner,
+        with_generation_start=with_generation_start,
     )
 
 
@@ -129,9 +132,7 @@ def generation_start(
         return None
     without = render_case(chat_template, replace(case, add_generation_prompt=False), special_tokens, template_kwargs,
                           timeout=timeout, owner=owner)
-    if without.prompt is not None and len(without.prompt) < len(prompt) and prompt.startswith(without.prompt):
-        return len(without.prompt)
-    return None
+    return generation_start_in(prompt, without.prompt)
 
 
 def _merged(defaults: dict | None, own: Any) -> Any:

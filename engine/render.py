@@ -36,12 +36,14 @@ _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 @dataclass
 class RenderResult:
     """The prompt text (None when rendering failed), the `{% generation %}` spans in it, the name of
-    the named template used (None for a single template), and what went wrong."""
+    the named template used (None for a single template), and what went wrong. `generation_start`:
+    where the generation prompt begins in the prompt, when asked for (`with_generation_start`)."""
 
     prompt: str | None
     generation_spans: list[tuple[int, int]] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     template_name: str | None = None
+    generation_start: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,6 +92,7 @@ def render(
     template_name: str | None = None,
     timeout: float | None = None,
     owner: Any = None,
+    with_generation_start: bool = False,
 ) -> RenderResult:
     """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
     these special tokens. Never raises: every failure is a diagnostic on the result.
@@ -99,14 +102,17 @@ def render(
     The answer comes within `timeout`, waiting for a free worker included; `owner` (a visitor's
     session) has one render running at a time, so one visitor's slow templates never wait in
     front of another's. In a script, call it under `if __name__ == "__main__":` as multiprocessing
-    asks (the worker does not re-run the script either way)."""
+    asks (the worker does not re-run the script either way).
+    `with_generation_start` also finds where the generation prompt begins (`generation_start` on
+    the result; see `generation_start_in`): in the same call, so a worker compiles the template once
+    for both renders (what the prompt panel asks for on every edit)."""
     if timeout is not None:
         plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
         return _render_bounded(
             timeout, owner,
             chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
-            template_name=template_name, **plain,
+            template_name=template_name, with_generation_start=with_generation_start, **plain,
         )  # fmt: skip
     problems = _check_template(chat_template) or _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
@@ -161,7 +167,22 @@ def render(
             ],
             template_name=chosen,
         )
-    return RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
+    result = RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
+    if with_generation_start and add_generation_prompt:
+        without = render(chat_template, messages, tools, documents, add_generation_prompt=False,
+                         continue_final_message=continue_final_message, template_kwargs=template_kwargs,
+                         special_tokens=special_tokens, template_name=template_name)  # fmt: skip
+        result.generation_start = generation_start_in(prompt, without.prompt)
+    return result
+
+
+def generation_start_in(prompt: str, without: str | None) -> int | None:
+    """Where the generation prompt begins in `prompt`, given the same conversation rendered without
+    it: that must be a strict prefix of `prompt` (else the template renders the earlier turns
+    differently without it, and there is no clean boundary to show)."""
+    if without is not None and len(without) < len(prompt) and prompt.startswith(without):
+        return len(without)
+    return None
 
 
 def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:

@@ -52,7 +52,7 @@ class TraceOutOfSync(RuntimeError):
     """The parser consumed text in a way the trace cannot account for: a bug, or a transformers change."""
 
 
-@dataclass
+@dataclass(slots=True)
 class TraceStep:
     """The state after one feed: the parser's events from this feed (unchanged), the pending
     (held-back) text, the message so far, and the segments, materialised on demand so that a
@@ -206,8 +206,11 @@ class Trace:
             self._append(chunk)
             self._add(len(self._text) - len(chunk), len(self._text), "discarded", None)
             return self._step([])
-        before = len(self._text)
-        self._append(chunk)
+        # As `_append`, inline: this runs for every chunk of every run (one character, at worst).
+        text, self._text = self._text, ""
+        before = len(text)
+        text += chunk
+        self._text = text
         if self._needs_budget:
             with self._budget.active():
                 return self._feed_parser(chunk, before)
@@ -221,7 +224,8 @@ class Trace:
                 raise
             except Exception as e:  # noqa: BLE001 - a region that fails to parse on close
                 return self._step(self._recover_feed(e, before, chunk))
-            self._after(events, eos=False)
+            if not (len(events) == 1 and self._grew_body(events[0])):
+                self._after(events, eos=False)
         except RegexTimeout as e:
             self._regex_stopped(e)
             return self._step([])
@@ -298,6 +302,24 @@ class Trace:
             self._error(f"Highlighting stopped: {e}", self._current, self._cursor, self._cursor)
         if record:
             self.events.extend(events)
+
+    def _grew_body(self, event: dict) -> bool:
+        """The common step, taken without the general walk: one chunk that extends the body segment
+        at the cursor, all the parser committed (nothing held back). False (nothing changed) for
+        anything else, which `_after` handles."""
+        if event["type"] != "region_chunk":
+            return False
+        segments, cursor, chunk = self._segments, self._cursor, event["text"]
+        last = segments[-1] if segments else None
+        end = cursor + len(chunk)
+        if (last is None or last[1] != cursor or last[2] != "body" or last[3] != event["field"] or last[4] != self._region_id
+                or end != len(self._text) or consumed_position(self._parser) != end or not self._text.startswith(chunk, cursor)):  # fmt: skip
+            return False
+        segments[-1] = (last[0], end, "body", last[3], last[4])
+        self._cursor = end
+        self._pending = None
+        self.events.append(event)
+        return True
 
     def _walk(self, events: list[dict], eos: bool) -> None:
         text = self._text

@@ -136,11 +136,13 @@ class Workspace:
         """The kwargs every case starts from (see `passed_kwargs`)."""
         return passed_kwargs(self.kwarg_specs)
 
-    def render(self, case: Case | None = None, timeout: float | None = None, owner: Any = None) -> RenderResult:
+    def render(self, case: Case | None = None, timeout: float | None = None, owner: Any = None,
+               with_generation_start: bool = False) -> RenderResult:
         """The prompt of `case` (the current one by default): the case's own kwargs and tokens win.
-        `timeout` and `owner`: see `engine.render.render`."""
+        `timeout` and `owner`: see `engine.render.render`; `with_generation_start`: where its
+        generation prompt begins too, in the same call."""
         return render_case(self.chat_template, case or self.case, self.special_tokens, self.template_kwargs(),
-                           timeout=timeout, owner=owner)
+                           timeout=timeout, owner=owner, with_generation_start=with_generation_start)
 
     def generation_start(self, case: Case, prompt: str, timeout: float | None = None, owner: Any = None) -> int | None:
         """Where the generation prompt begins in `prompt` (see `cases.generation_start`)."""

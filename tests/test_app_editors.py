@@ -8,6 +8,7 @@ import gradio as gr
 from app.highlight import diagnostics_html
 from app.widgets import exact_code
 from engine.diagnostics import Diagnostic
+from engine.presets import load_preset
 from tests.test_app_support import CHATML, RESPONSE, refresh_with, session
 
 
@@ -122,3 +123,60 @@ def test_a_runaway_template_becomes_a_message_and_the_page_keeps_working():
     assert "took longer than 2 s" in chat_html
     assert sess.workspace.chat_template == runaway  # nothing the user typed is lost
     assert refresh_with(sess, chat=CHATML)["chat_diagnostics"] == good_html  # and the next render works
+
+
+def test_a_keystroke_sends_only_its_editors_text():
+    """Each editor's input event carries the session, that editor's text and the whitespace toggle,
+    and goes straight to its handler (no queue round trip): Gradio's cost per event grows with
+    every value it gathers, sends, and processes on the way in and out."""
+    from app.page import build
+
+    page = build()
+    by_id = {b._id: getattr(b, "elem_id", None) for b in page.blocks.values()}
+    for editor in ("chat-editor", "response-editor"):
+        [dep] = [d for d in page.fns.values() if any(by_id.get(t[0]) == editor and t[1] == "input" for t in d.targets)]
+        assert len(dep.inputs) == 3 and by_id[dep.inputs[1]._id] == editor
+        assert dep.queue is False and dep.preprocess is False and dep.postprocess is False
+
+
+def test_an_editor_edit_keeps_the_other_editor_and_the_case():
+    from app.workbench import edit_chat_template, edit_response_template
+
+    sess = session()
+    case = sess.workspace.case
+    out = edit_chat_template(sess, CHATML + "{# x #}", False)
+    assert sess.workspace.chat_template == CHATML + "{# x #}" and sess.workspace.response_template == RESPONSE
+    assert sess.workspace.case == case and "renders this case" in out["chat_diagnostics"]
+    assert out == refresh_with(sess)  # the same view a full refresh gives
+    out = edit_response_template(sess, "{", False)
+    assert sess.workspace.response_template == "{" and sess.workspace.chat_template == CHATML + "{# x #}"
+    assert 'class="diag error"' in out["response_diagnostics"]
+
+
+def test_an_editor_left_out_of_an_answer_still_keeps_the_next_text_exactly():
+    """When an answer leaves a component out (a failed Hub load answers with its status only, a page
+    load with nothing to restore answers with nothing), Gradio re-creates that session's copy of the
+    component as a plain `gr.Code`, which strips values: the next preset must still arrive whole."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradio.state_holder import SessionState
+
+    from app.page import build
+
+    page = build()
+    state = SessionState(page)
+
+    def answer(handler: str, **values):
+        [dep] = [f for f in page.fns.values() if f.name == handler]
+        names = [getattr(c, "elem_id", None) for c in dep.inputs]
+        inputs = [values.get(n, c.value) for n, c in zip(names, dep.inputs)]
+        call = page.process_api(block_fn=dep, inputs=inputs, state=state, request=None)
+        # A thread of its own: after the browser tests, Playwright's loop is running in this one.
+        with ThreadPoolExecutor(1) as thread:
+            out = thread.submit(asyncio.run, call).result()
+        return dict(zip([getattr(c, "elem_id", None) for c in dep.outputs], out["data"]))
+
+    answer("load_hub", **{"hub-repo": "not a valid id!!"})
+    shown = answer("pick_preset", **{"preset-picker": "blank"})
+    assert shown["chat-editor"] == load_preset("blank").chat_template and shown["chat-editor"].endswith("\n")

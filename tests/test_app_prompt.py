@@ -95,3 +95,24 @@ def test_every_field_gets_its_own_colour_and_known_fields_keep_theirs():
     assert mixed["content"] == "f0" and mixed["tool_calls"] == "f2" and mixed["x"] != mixed["y"]
     many = field_classes([f"field{i}" for i in range(9)])
     assert len(set(many.values())) == 8  # every colour is used before one repeats
+
+
+def test_an_edit_asks_the_render_worker_once(monkeypatch):
+    """Each edit is a new template: the worker compiles it for the prompt and for where the
+    generation prompt starts in one call, not two (the slowest part of a keystroke)."""
+    from engine.sandbox import shared_pool
+
+    pool = shared_pool()
+    calls = []
+    original = pool.call
+
+    def counted(function, *args, **kwargs):
+        calls.append(function.__name__)
+        return original(function, *args, **kwargs)
+
+    monkeypatch.setattr(pool, "call", counted)
+    sess = session()
+    sess.workspace.chat_template = "{#- an edit -#}" + sess.workspace.chat_template
+    view = build_prompt_view(sess, show_whitespace=False)
+    assert calls == ["render"]
+    assert "generation prompt: 22 characters" in view.info

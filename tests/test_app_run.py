@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from app.live_views import PagedHtml, view_html
+from app.live_views import PagedHtml, view_html, view_parts
 from app.run_panel import request_stop, run_callback
 from app.run_stream import RunUpdate, stream_run
 from app.state import Session
@@ -32,7 +32,7 @@ def run_all(sess, settings: RunSettings, interval: float = 0) -> list[RunUpdate]
 def test_recorded_run_streams_regions_events_and_the_message():
     sess = session()
     updates = run_all(sess, RunSettings(recording="think then answer", tokens_per_second=0))
-    final = updates[-1]
+    final = RunUpdate.shown(updates)
     assert json.loads(final.message) == EXPECTED
     stream = view_html(final.stream)
     assert visible_text(stream) == OUTPUT
@@ -58,7 +58,7 @@ def test_stream_updates_only_append_and_render_each_character_once():
     assert len(streams) > 100  # interval 0: an update after every chunk
     previous: list[str] = []
     for value in streams:
-        pages = value["pages"]
+        pages = view_parts(value)["pages"]
         # Only the last page grows, or new pages follow: nothing already shown is rewritten.
         assert pages[: max(len(previous) - 1, 0)] == previous[:-1] and len(pages) >= len(previous)
         if previous:
@@ -82,11 +82,11 @@ def test_pending_text_is_dimmed_at_the_tail_while_it_may_be_a_delimiter():
     trace = Trace(json.loads(sess.workspace.response_template), prompt="<|im_start|>assistant\n")
     view = StreamView("r", field_classes(trace.template.fields))
     trace.feed("Hello <|im")
-    value = view.update(trace.output, trace.segments())
+    value = view_parts(view.update(trace.output, trace.segments()))
     assert 'class="seg pending f0"' in value["tail"] and "&lt;|im" in value["tail"]
     assert "Hello " in value["pages"][-1] and "&lt;|im" not in "".join(value["pages"])
     trace.feed("_end|>")
-    value = view.update(trace.output, trace.segments())
+    value = view_parts(view.update(trace.output, trace.segments()))
     assert value["tail"] == "" and "seg delim close f0" in value["pages"][-1]
 
 
@@ -101,7 +101,18 @@ def test_updates_are_coalesced_to_about_fifteen_per_second():
     assert len(sess.last_run.chunks) > 250
     streaming = [u for u in updates if u.running is None]
     assert len(streaming) <= elapsed * 15 + 2, f"{len(streaming)} updates in {elapsed:.2f}s"
-    assert visible_text(view_html(updates[-1].stream)) == words + "<|im_end|>"
+    assert visible_text(view_html(RunUpdate.shown(updates).stream)) == words + "<|im_end|>"
+
+
+def test_a_run_ends_with_an_update_that_holds_no_long_view():
+    """When a run ends, Gradio sends the values of its last update again, whole: the output, its
+    events and the parsed message must be sent before it (as diffs), not in it."""
+    updates = run_all(session(), RunSettings(recording="think then answer", tokens_per_second=0), interval=None)
+    last = updates[-1]
+    assert last.stream is None and last.events is None and last.message is None
+    assert last.running is False and "done" in last.stats
+    shown = RunUpdate.shown(updates)
+    assert visible_text(view_html(shown.stream)) == OUTPUT and json.loads(shown.message) == EXPECTED
 
 
 def test_stop_ends_a_slow_run_with_the_partial_output():
@@ -130,7 +141,7 @@ def test_a_region_that_fails_to_parse_is_marked_where_it_happened():
     sess = session()
     bad = "Calling.<tool_call>{not json}</tool_call><|im_end|>"
     sess.workspace.run = RunSettings(recording=PASTED, pasted=bad)
-    final = run_all(sess, RunSettings(recording=PASTED, pasted=bad))[-1]
+    final = RunUpdate.shown(run_all(sess, RunSettings(recording=PASTED, pasted=bad)))
     stream = view_html(final.stream)
     errored = re.findall(r'<span class="error-span"[^>]*>(.*?)</span></span>', stream, re.S)
     assert visible_text("".join(errored)) == "<tool_call>{not json}</tool_call>"  # the whole failed region
@@ -142,7 +153,7 @@ def test_a_region_that_fails_to_parse_is_marked_where_it_happened():
 
 def test_simulated_run_parses_back_to_a_message():
     sess = session()
-    final = run_all(sess, RunSettings(runner="simulated", tokens_per_second=0))[-1]
+    final = RunUpdate.shown(run_all(sess, RunSettings(runner="simulated", tokens_per_second=0)))
     message = json.loads(final.message)
     assert message["role"] == "assistant" and message.get("content")
     assert "Parsed without problems" in final.diagnostics
@@ -197,8 +208,9 @@ def test_run_callback_syncs_the_editors_and_reports_case_errors():
     sess = session()
     settings = settings_values(RunSettings(recording="think then answer", tokens_per_second=0))
     outputs = list(run_callback(**edited(sess), **settings, api_key=""))
-    assert set().union(*outputs) == {"stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "run", "stop", "run_note"}
-    assert json.loads(outputs[-1]["message"]) == EXPECTED
+    assert set().union(*outputs) == {"stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "step_view", "run", "stop",
+                                     "run_note"}
+    assert json.loads([o["message"] for o in outputs if "message" in o][-1]) == EXPECTED
     outputs = list(run_callback(**edited(sess, messages="[broken"), **settings, api_key=""))
     assert len(outputs) == 1 and "The case has errors" in outputs[0]["run_diagnostics"]
 
@@ -216,8 +228,8 @@ def test_two_sessions_run_at_once_without_seeing_each_other():
         t.start()
     for t in threads:
         t.join(timeout=10)
-    assert json.loads(results["a"][-1].message) == EXPECTED
-    assert json.loads(results["b"][-1].message)["content"] == "Only the second session says this."
+    assert json.loads(RunUpdate.shown(results["a"]).message) == EXPECTED
+    assert json.loads(RunUpdate.shown(results["b"]).message)["content"] == "Only the second session says this."
     assert "second session" not in "".join(first.last_run.chunks)
     assert first.workspace.recordings[0].output == OUTPUT
 
@@ -261,7 +273,7 @@ def test_a_replay_is_split_by_the_sessions_own_tokenizer_only():
     words = OUTPUT.split(" ")
     assert with_model.last_run.chunks == [w + " " for w in words[:-1]] + [words[-1]]
     assert without.last_run.chunks != with_model.last_run.chunks
-    assert json.loads(split[-1].message) == json.loads(plain[-1].message) == EXPECTED
+    assert json.loads(RunUpdate.shown(split).message) == json.loads(RunUpdate.shown(plain).message) == EXPECTED
 
 
 def test_pace_zero_is_reported_as_an_instant_replay():

@@ -10,10 +10,10 @@ import gradio as gr
 import pytest
 
 from app import page
-from app.run_stream import stream_run
+from app.run_stream import RunUpdate, stream_run
 from app.sources import from_files, from_hub, from_preset, preset_choices
-from app.state import Session
-from engine.workspace import PASTED, RunSettings
+from app.state import Session, encode_workspace
+from engine.workspace import PASTED, RunSettings, Workspace
 from app.workbench import build_prompt_view
 from engine.presets import load_preset, preset_names
 from tests.test_app_support import CHATML, RESPONSE, form_values, session
@@ -29,7 +29,8 @@ def test_preset_picker_lists_every_preset_with_blank_last():
 def test_every_preset_fills_the_page_renders_and_replays_its_recordings(name):
     sess = Session.empty()
     values = page.pick_preset(sess, name)
-    assert set(values) == set(page.FILL)
+    assert set(values) == set(page.WORKSPACE_SHOWN)  # the prompt panel too: one answer, no second round trip
+    assert "prompt-text" in values["prompt"] and "renders this case" in values["chat_diagnostics"]
     preset = load_preset(name)
     assert values["chat_template"] == preset.chat_template and values["response_template"] == preset.response_template  # exact
     for case in preset.cases:
@@ -40,7 +41,7 @@ def test_every_preset_fills_the_page_renders_and_replays_its_recordings(name):
         if sess.workspace.find_case(recording.case) is None:
             continue
         sess.workspace.case_name = recording.case
-        final = list(stream_run(sess, RunSettings(recording=recording.name, tokens_per_second=0), interval=0))[-1]
+        final = RunUpdate.shown(stream_run(sess, RunSettings(recording=recording.name, tokens_per_second=0), interval=0))
         if recording.expected is not None:
             assert json.loads(final.message) == recording.expected, recording.name
 
@@ -111,8 +112,42 @@ def test_load_from_hub_failures_are_messages(monkeypatch, tmp_path):
 def test_page_load_restores_or_falls_back_to_the_default_preset():
     sess = Session.empty()
     values = page.restore_page(sess, json.dumps({"hash": "", "saved": None}))
-    assert set(values) == set(page.FILL) and sess.workspace.preset == "smollm3"
-    assert values["preset"]["value"] == "smollm3"
+    assert set(values) == set(page.WORKSPACE_SHOWN) and sess.workspace.preset == "smollm3"
+    assert values["preset"]["value"] == "smollm3" and values["prompt"] == page.first_view()["prompt"]
+    saved = encode_workspace(Workspace.from_preset(load_preset("qwen3")))
+    values = page.restore_page(Session.empty(), json.dumps({"hash": "", "saved": saved}))
+    assert values["preset"]["value"] == "qwen3" and values["chat_template"] == load_preset("qwen3").chat_template
+    assert "Restored" in values["status"] and "prompt-text" in values["prompt"]
+
+
+def test_a_new_visitors_page_load_sends_nothing_the_page_already_shows():
+    """The page is served showing the default preset and its prompt; the load only checks that the
+    prompt still renders the same (a template that prints today's date, served yesterday)."""
+    sess = Session.empty()
+    assert page.check_first_view(sess, False) == {} and sess.last_prompt_html == page.first_view()["prompt"]
+    served = page.first_view()
+    assert set(served) == set(page.WORKSPACE_SHOWN) and served["preset"]["value"] == "smollm3"
+    yesterday = {**served, "prompt": served["prompt"].replace("Today Date", "Yesterday Date")}
+    page.first_view.cache_clear()
+    try:
+        import unittest.mock
+
+        with unittest.mock.patch.object(page, "first_view", lambda: yesterday):
+            assert set(page.check_first_view(Session.empty(), False)) == {"prompt"}
+    finally:
+        page.first_view.cache_clear()
+
+
+def test_the_page_is_served_showing_the_default_preset_and_its_prompt():
+    """A new visitor sees the prompt as soon as the page is drawn: no load event, no render first."""
+    served = page.build().config
+    props = {c["props"].get("elem_id"): c["props"] for c in served["components"] if c.get("props", {}).get("elem_id")}
+    first = page.first_view()
+    assert props["chat-editor"]["value"] == load_preset("smollm3").chat_template  # exact, final newline kept
+    assert props["prompt-view"]["value"] == first["prompt"] and "prompt-text" in first["prompt"]
+    assert props["preset-picker"]["value"] == "smollm3"
+    assert props["recording-picker"]["value"] == first["recording"]["value"] and props["recording-picker"]["choices"]
+    assert props["kw-bool-0"]["visible"] is True and props["kw-bool-0"]["label"] == "enable_thinking"
 
 
 def test_pick_recording_shows_its_case():

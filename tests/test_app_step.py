@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 
-from app.run_stream import stream_run
+from app.run_stream import RunUpdate, stream_run
 from app.state import LastRun
 from engine.workspace import PASTED, RunSettings
 from app.step_panel import EMPTY, step_view
@@ -55,3 +55,13 @@ def test_step_through_follows_a_real_run():
     assert total >= 3
     middle = step_view(sess, 2)
     assert f"Chunk 2 of {total}" in middle and "Just an" in middle
+
+
+def test_a_run_leaves_the_replay_to_the_slider():
+    """At its last position the replay is the whole output again: built when the author moves the
+    slider, not sent at the end of every run."""
+    sess = session()
+    updates = list(stream_run(sess, RunSettings(recording=PASTED, pasted="Just an answer.<|im_end|>"), interval=0))
+    assert updates[0].step_view == EMPTY  # a new run clears the last one's replay
+    shown = RunUpdate.shown(updates).step_view
+    assert f"({len(sess.last_run.chunks)} chunks" in shown and "Move the slider" in shown and "step-view" not in shown

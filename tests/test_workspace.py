@@ -53,6 +53,21 @@ def test_generation_start_is_where_the_prompt_without_it_ends():
     assert generation_start(odd, case, "AHi!") is None
 
 
+def test_a_render_can_say_where_its_generation_prompt_starts_in_the_same_call():
+    case = Case("c", [{"role": "user", "content": "Hi!"}])
+    workspace = Workspace(chat_template=CHATML, cases=[case])
+    for timeout in (None, 10):  # in this process, and in the worker (one call for both renders)
+        result = workspace.render(case, timeout=timeout, with_generation_start=True)
+        assert result.prompt == workspace.render(case).prompt
+        assert result.generation_start == generation_start(CHATML, case, result.prompt)
+        assert result.prompt[result.generation_start :] == "<|im_start|>assistant\n"
+    assert workspace.render(case).generation_start is None  # only when asked for
+    off = Case("c", case.messages, add_generation_prompt=False)
+    assert workspace.render(off, with_generation_start=True).generation_start is None
+    odd = Workspace(chat_template="{% if add_generation_prompt %}A{% endif %}{{ messages[0].content }}", cases=[case])
+    assert odd.render(case, with_generation_start=True).generation_start is None
+
+
 def test_literal_delimiters_come_from_the_compiled_template():
     spec = {"start_anchor": "<|im_start|>assistant\n", "fields": {
         "reasoning_content": {"open": "<think>", "close": ["</think>", " </think>"]},

@@ -132,6 +132,8 @@ class Trace:
         self._budget = RegexBudget(regex_seconds)
         self._needs_budget = runs_author_regexes(self.template)
         self._bounded = self._budget.active if self._needs_budget else lambda: NO_BUDGET
+        # Entered for every chunk fed: one context object for them all (a trace is fed one chunk at a time).
+        self._feeding = self._budget.active()
         self._parsed_prompt = ""
         self._offset = 0
         self.anchor_end = len(prompt)
@@ -212,7 +214,7 @@ class Trace:
         text += chunk
         self._text = text
         if self._needs_budget:
-            with self._budget.active():
+            with self._feeding:
                 return self._feed_parser(chunk, before)
         return self._feed_parser(chunk, before)
 

@@ -18,6 +18,7 @@ _CORPUS = [
     "Hello! How can I help you today? I am a small test model.",
     '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}',
     "user assistant system tool <think> </think> <tool_call> </tool_call>",
+    "First line.\n\nSecond line.\n",
 ] * 4
 
 # Text that reads as a special token in a template's literals (<|im_start|>, <｜end▁of▁sentence｜>).

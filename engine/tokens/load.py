@@ -116,10 +116,11 @@ def load_tokenizer_uploads(uploads: dict[str, bytes]) -> tuple[LoadedTokenizer |
     return loaded, problems
 
 
-def load_tokenizer_path(path: str | os.PathLike) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
-    """From a `tokenizer.json` file or a folder holding one (local mode only: a public server never
-    reads a path a visitor names)."""
-    if not policy().allow_paths:
+def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None
+                        ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+    """From a `tokenizer.json` file or a folder holding one. `allow_paths` defaults to what public
+    mode allows (a public server never reads a path a visitor names; the command line may)."""
+    if not (policy().allow_paths if allow_paths is None else allow_paths):
         return None, [_error("This public server does not read folders.", "Upload tokenizer.json, or load a Hub repo.")]
     root = Path(path)
     if root.is_file():

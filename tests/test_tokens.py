@@ -141,3 +141,29 @@ def test_hub_repo_downloads_only_the_tokenizer_files():
         loaded, problems = load_tokenizer_repo("org/missing", endpoint=hub.url)
         assert loaded is None and problems[0].source == "hub"
     assert json.loads(files.config)["eos_token"] == "<|im_end|>"
+
+
+def test_recorded_and_simulated_runs_stream_one_real_token_at_a_time_with_ids():
+    from engine.cases import Case
+    from engine.runners import RecordedRunner
+    from engine.runners.simulated import SimulatedRunner
+
+    loaded = tiny(CHATML, ("<think>", "</think>"), eos="<|im_end|>")
+    text = "<think>\nPlan 🙂</think>The weather in Paris<|im_end|>"
+    expected = loaded.tokenizer(text, add_special_tokens=False)["input_ids"]
+    chunks = list(RecordedRunner(text, tokenizer=loaded).stream())  # the session's tokenizer: in the worker
+    assert "".join(c.text for c in chunks) == text
+    assert [i for c in chunks for i in c.ids] == expected
+    assert chunks[-1].tokens == len(expected) and chunks[0].ids == (loaded.tokenizer.convert_tokens_to_ids("<think>"),)
+    emoji = next(c for c in chunks if "🙂" in c.text)
+    assert len(emoji.ids) > 1  # byte-level pieces of one character arrive together
+    from tests.tiny_model import CHATML_RESPONSE_TEMPLATE, CHATML_SPECIAL_TOKENS, CHATML_TEMPLATE
+
+    case = Case("c", [{"role": "user", "content": "Weather in Paris?"}])
+    runner = SimulatedRunner(CHATML_TEMPLATE, case, CHATML_RESPONSE_TEMPLATE, CHATML_SPECIAL_TOKENS,
+                             stop_tokens=["<|im_end|>"], tokenizer=loaded.tokenizer)
+    prompt = render(CHATML_TEMPLATE, case.messages, add_generation_prompt=True).prompt
+    chunks = list(runner.stream(prompt))
+    assert len(chunks) > 3 and all(c.ids for c in chunks)
+    assert [i for c in chunks for i in c.ids] == loaded.tokenizer("".join(c.text for c in chunks),
+                                                                  add_special_tokens=False)["input_ids"]

@@ -103,12 +103,14 @@ def added_special_tokens(tokenizer: Any) -> tuple[list[int], list[int]]:
 
 
 def token_view(tokenizer: Any, prompt: str, generation_spans: list[tuple[int, int]] | None = None,
-               generation_start: int | None = None) -> TokenView:
-    """The tokens of `prompt` as `apply_chat_template` encodes it (`add_special_tokens=False`)."""
-    if len(prompt) > limits.MAX_TOKEN_VIEW_CHARS:
+               generation_start: int | None = None, max_chars: int | None = None) -> TokenView:
+    """The tokens of `prompt` as `apply_chat_template` encodes it (`add_special_tokens=False`).
+    A text over `max_chars` (default: the token view's bound) is not encoded: a diagnostic says so."""
+    max_chars = limits.MAX_TOKEN_VIEW_CHARS if max_chars is None else max_chars
+    if len(prompt) > max_chars:
         return TokenView(diagnostics=[Diagnostic(
             "info", f"The prompt is {len(prompt):,} characters: tokens are shown up to "
-            f"{limits.MAX_TOKEN_VIEW_CHARS:,} (PLAYGROUND_MAX_TOKEN_VIEW_CHARS).", "tokenizer")])
+            f"{max_chars:,} (PLAYGROUND_MAX_TOKEN_VIEW_CHARS).", "tokenizer")])
     encoded = tokenizer(prompt, add_special_tokens=False)
     encoding = encoded.encodings[0]
     ids = list(encoding.ids)
@@ -134,7 +136,8 @@ def token_view(tokenizer: Any, prompt: str, generation_spans: list[tuple[int, in
 _MISSING = "tokenizer-not-cached"
 
 
-def _view_in_worker(key: str, files: TokenizerFiles | None, prompt: str, generation_spans: list, generation_start: int | None):
+def _view_in_worker(key: str, files: TokenizerFiles | None, prompt: str, generation_spans: list,
+                    generation_start: int | None, max_chars: int | None = None):
     from .load import _cache, _cache_lock
 
     if files is None:
@@ -142,7 +145,7 @@ def _view_in_worker(key: str, files: TokenizerFiles | None, prompt: str, generat
             if key not in _cache:
                 return _MISSING
     tokenizer = cached_tokenizer(files) if files is not None else _cache_get(key)
-    return token_view(tokenizer, prompt, generation_spans, generation_start)
+    return token_view(tokenizer, prompt, generation_spans, generation_start, max_chars)
 
 
 def _cache_get(key: str) -> Any:
@@ -153,17 +156,19 @@ def _cache_get(key: str) -> Any:
 
 
 def prompt_tokens(files: TokenizerFiles, prompt: str, generation_spans: list[tuple[int, int]] | None = None,
-                  generation_start: int | None = None, *, timeout: float | None = None, owner: Any = None) -> TokenView:
+                  generation_start: int | None = None, *, timeout: float | None = None, owner: Any = None,
+                  max_chars: int | None = None) -> TokenView:
     """`token_view` with the tokenizer built from `files`. With `timeout`, in the bounded worker:
     the first call on a worker builds the tokenizer there (and keeps it, keyed by its files' hash),
     later calls send only the key, so a keystroke does not ship a 10 MB tokenizer.json. Never raises."""
     spans = [tuple(s) for s in generation_spans or []]
     if timeout is None:
         try:
-            return token_view(cached_tokenizer(files), prompt, spans, generation_start)  # type: ignore[arg-type]
+            return token_view(cached_tokenizer(files), prompt, spans, generation_start, max_chars)  # type: ignore[arg-type]
         except Exception as e:  # noqa: BLE001 - a tokenizer that fails is a message
             return TokenView(diagnostics=[Diagnostic("error", f"Tokenizing failed: {e}", "tokenizer")])
-    kwargs = dict(key=files.key, files=None, prompt=prompt, generation_spans=spans, generation_start=generation_start)
+    kwargs = dict(key=files.key, files=None, prompt=prompt, generation_spans=spans, generation_start=generation_start,
+                  max_chars=max_chars)
     for attempt in range(2):
         result, problem = bounded_or_why(_view_in_worker, kwargs, timeout, owner, doing="Tokenizing",
                                          hint="The tokenizer's pre-tokenizer regex may backtrack on this text.")

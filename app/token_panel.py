@@ -128,8 +128,6 @@ def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False) -> 
 def tokens_info(view: TokenView) -> str:
     """The counts for the prompt's info line."""
     parts = [f"{view.count:,} tokens", f"{view.special_count:,} special"]
-    if view.generation_token is not None:
-        parts.append(f"generation prompt: {view.generation_count:,} tokens")
     parts.append(f"assistant mask: {view.assistant_count:,} tokens")
     if view.added_before:
         parts.append(f"tokenizer(prompt) would add {len(view.added_before)} in front (id {' '.join(map(str, view.added_before))})")

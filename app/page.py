@@ -321,6 +321,7 @@ def build() -> gr.Blocks:
                         ui.add(**cases.build_case_panel())
                     with gr.Column(scale=2, min_width=300):
                         ui.add(**runs.build_run_options())
+                        ui.add(**tokens.build_token_controls())
                     with gr.Column(scale=3, min_width=320):
                         ui.add(**runs.build_events())
                 with gr.Group(elem_classes=["panel"], elem_id="step-panel"):

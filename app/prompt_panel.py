@@ -1,16 +1,14 @@
 """The prompt panel: the rendered prompt with special tokens boxed, whitespace made visible on a
 toggle (·, →, ↵), the generation prompt and the `start_anchor` position marked, and the regions the
 prompt already opened (a prefilled `<think>`) coloured as the parser sees them. The HTML comes from
-`workbench.build_prompt_view`; this module declares the components (the "Tokens" toggle and the
-tokenizer loader are `token_panel`'s)."""
+`workbench.build_prompt_view`; this module declares the components (the tokenizer loader, below the
+workbench, is `token_panel`'s)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import gradio as gr
-
-from .token_panel import build_token_controls
 
 PROMPT_LEGEND = (
     '<div class="legend prompt-legend"><span class="chip tok">special token</span>'
@@ -31,5 +29,4 @@ def build_prompt_panel() -> dict[str, Any]:
         gr.HTML(PROMPT_LEGEND)
         view = gr.HTML(elem_id="prompt-view")
         info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
-        controls = build_token_controls()
-    return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace, show_tokens=show_tokens, **controls)
+    return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace, show_tokens=show_tokens)

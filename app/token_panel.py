@@ -22,11 +22,13 @@ TOKEN_LEGEND = (
     '<span class="chip tk-demo gp">generation prompt</span><span class="chip tk-demo am">assistant mask '
     "(trained on)</span> · hover a token for its id</div>"
 )
-NO_TOKENIZER = "No tokenizer loaded: load one below (from the Hub repo, a tokenizer.json, a folder, or the model you ran)."
+NO_TOKENIZER = ("No tokenizer loaded: load one under “Tokenizer”, below the workbench (from the Hub repo, a tokenizer.json, "
+                "a folder, or the model you ran).")
 
 
 def build_token_controls() -> dict[str, Any]:
-    """The tokenizer loader (an accordion under the prompt): its status, and the ways to load one."""
+    """The tokenizer loader (an accordion below the workbench, beside the run options; the first
+    screen stays the loop's): its status, and the ways to load one."""
     with gr.Accordion("Tokenizer", open=False, elem_id="tokenizer-accordion"):
         status = gr.HTML(f'<div class="sub" id="tokenizer-status">{NO_TOKENIZER}</div>', elem_id="tokenizer-status-box")
         with gr.Row(equal_height=True):

@@ -39,7 +39,6 @@ def test_token_view_shows_boundaries_ids_and_the_assistant_mask(page: Page, tmp_
     assert masked.count() > 3  # the assistant's turn, shaded as what a fine-tune trains on
     assert "<|im_end|>" in "".join(masked.all_text_contents())
     expect(page.locator("#prompt-view .tk.gp").first).to_be_visible()
-    page.locator("#prompt-area").screenshot(path=str(tmp_path / "tokens.png"))
 
     page.uncheck("#show-tokens input")
     expect(page.locator("#prompt-view .token-text")).to_have_count(0, timeout=30_000)

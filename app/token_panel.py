@@ -103,27 +103,29 @@ def session_tokens(session: Session, prompt: str, generation_spans: list, genera
 
 
 def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False) -> str:
-    """The prompt cut at its token boundaries: tokens alternate shades, each with its ids and the
-    tokenizer's own spelling on hover; special tokens boxed; the generation prompt and the assistant
-    mask shaded."""
+    """The prompt cut at its token boundaries: tokens alternate shades, each with its id and the
+    tokenizer's own spelling on hover (`title`, and the ids in `data-ids`); special tokens boxed; the
+    generation prompt and the assistant mask shaded. One short element per token: a prompt of
+    thousands of tokens is rebuilt on every keystroke."""
     out = []
+    ids, pieces, special, mask = view.ids, view.pieces, view.special, view.assistant_mask
+    generation = view.generation_token if view.generation_token is not None else len(ids)
+    escape = html.escape
     for start, end, tokens in view.cells(len(prompt)):
         text = prompt[start:end]
-        shown = visible_ws(text) if show_whitespace else esc(text).replace("\n", '<span class="ws">↵</span>\n')
+        shown = visible_ws(text) if show_whitespace else escape(text, quote=False).replace("\n", '<span class="ws">↵</span>\n')
         if not tokens:
             out.append(shown)
             continue
         first = tokens[0]
-        classes = ["tk", f"tk{first % 2}"]
-        if any(view.special[i] for i in tokens):
-            classes.append("sp")
-        if any(view.assistant_mask[i] for i in tokens):
-            classes.append("am")
-        if view.generation_token is not None and first >= view.generation_token:
-            classes.append("gp")
-        ids = " ".join(str(view.ids[i]) for i in tokens)
-        title = f"id {ids} · " + " ".join(repr(view.pieces[i]) for i in tokens)
-        out.append(f'<span class="{" ".join(classes)}" data-ids="{ids}" title="{html.escape(title, quote=True)}">{shown}</span>')
+        if len(tokens) == 1:
+            classes = f"tk tk{first & 1}{' sp' if special[first] else ''}{' am' if mask[first] else ''}{' gp' if first >= generation else ''}"
+            token_ids, spelled = str(ids[first]), pieces[first]
+        else:
+            classes = (f"tk tk{first & 1}{' sp' if any(special[i] for i in tokens) else ''}"
+                       f"{' am' if any(mask[i] for i in tokens) else ''}{' gp' if first >= generation else ''}")
+            token_ids, spelled = " ".join(str(ids[i]) for i in tokens), " ".join(pieces[i] for i in tokens)
+        out.append(f'<span class="{classes}" data-ids="{token_ids}" title="id {token_ids} · {escape(spelled)}">{shown}</span>')
     return f'<div class="prompt-text token-text{" show-ws" if show_whitespace else ""}">{"".join(out)}</div>'
 
 

@@ -1,11 +1,11 @@
-"""What the token view costs per keystroke: the app's refresh (`app.workbench.refresh`, what an edit
-calls: render in the worker, the prompt's HTML) without a tokenizer, with one loaded ("Tokens" off:
+"""What the token view costs per keystroke: the app's refresh (what an edit
+calls for a keystroke, `edit_chat_template`: render in the worker, the prompt's HTML) without a tokenizer, with one loaded ("Tokens" off:
 the count only) and with "Tokens" on, side by side, interleaved,
 on the SmolLM3 preset's multi-turn case (about 1,500 characters) and on a long prompt (the case with
 a 20,000-character message). The tokenizer is a tiny byte-level BPE (400 tokens) with SmolLM3's
 special tokens: it cuts text into about twice as many tokens as a real 50k-token vocabulary, so
 the HTML part is pessimistic. Reports the median of each, `token_view_ms` (on minus no tokenizer) and the ratio.
-Run: `python -m benchmarks.bench_tokens`."""
+Run: `python -m benchmarks.bench_tokens` (or `python -m benchmarks`, which reports `token_view_ms`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,9 @@ import statistics
 import time
 
 from app.state import Session
-from app.workbench import refresh
+from app.workbench import edit_chat_template
 from engine.presets import load_preset
 from engine.workspace import Workspace
-from tests.test_app_support import form_values
 from tests.token_support import format_tokenizer
 
 
@@ -33,10 +32,9 @@ def session(long: bool) -> Session:
 
 
 def keystroke(sess: Session, tokens: bool, n: int) -> float:
-    ws = sess.workspace
+    sess.show_tokens = tokens
     started = time.perf_counter()
-    refresh(sess, ws.chat_template + ("\n" if n % 2 else ""), ws.response_template, ws.case_name, False, tokens,
-            **form_values(sess))
+    edit_chat_template(sess, sess.workspace.chat_template.rstrip("\n") + ("\n" if n % 2 else ""), False)
     return (time.perf_counter() - started) * 1000
 
 
@@ -58,6 +56,14 @@ def measure(long: bool, rounds: int = 15) -> dict:
             "ratio": round(shown_ms / plain_ms, 2)}
 
 
+def main(quick: bool = False) -> dict:
+    """Both prompts; the figure `token_view_ms` for `python -m benchmarks`."""
+    typical, long = measure(False, 3 if quick else 15), measure(True, 2 if quick else 9)
+    for row in (typical, long):
+        print(row)
+    return {"token_view_ms": {"typical": typical["token_view_ms"], "long": long["token_view_ms"],
+                              "keystroke_ms": typical["keystroke_ms"], "with_tokens_ms": typical["with_tokens_ms"]}}
+
+
 if __name__ == "__main__":
-    for long in (False, True):
-        print(measure(long))
+    main()

@@ -28,10 +28,10 @@ SLOTS = 10  # the case form's template-kwarg slots after the fixed fields (bools
 
 
 def refresh_args(chat: str, response: str = RESPONSE, content: str = "hi") -> list:
-    """The refresh endpoint's inputs: the editors, the case, whitespace and tokens off, then the case form."""
+    """The refresh endpoint's inputs: the editors, the case, whitespace off, then the case form."""
     messages = json.dumps([{"role": "user", "content": content}])
     slots = [False] * 4 + [None] * 3 + [""] * 3
-    return [chat, response, CASE, False, False, messages, "", "", True, False, "", *slots[:SLOTS]]
+    return [chat, response, CASE, False, messages, "", "", True, False, "", *slots[:SLOTS]]
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
         refresh_args(LOOP),
         refresh_args("{{ messages[0].content }}", DEEP),
     ]
-    jobs = [client.submit(*refresh_args(LOOP)[:3], *refresh_args(LOOP)[5:], api_name="/run_all_checks")]
+    jobs = [client.submit(*refresh_args(LOOP)[:3], *refresh_args(LOOP)[4:], api_name="/run_all_checks")]
     while not stop.is_set():
         for args in hostile:
             try:

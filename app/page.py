@@ -28,6 +28,7 @@ from engine.workspace import Workspace
 from . import case_panel as cases
 from . import draft_panel as drafts
 from . import run_panel as runs
+from . import token_panel as tokens
 from .case_form import FORM_FIELDS, CaseForm, save_form
 from .checks_extras import build_checks_extras, mark_selected_intended, show_engine_cell, unmark_selected
 from .checks_panel import build_checks_tab, pick_check, run_all_checks
@@ -43,7 +44,8 @@ from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
-from .workbench import build_prompt_view, edit_chat_template, edit_response_template, refresh, refreshed, view_outputs
+from .workbench import (build_prompt_view, edit_chat_template, edit_response_template, refresh, refreshed, toggle_tokens,
+                        view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
 CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
@@ -58,8 +60,9 @@ THEME = gr.themes.Soft(
 ).set(layout_gap="8px", block_padding="4px 8px", block_label_margin="0", block_label_padding="0 6px",
       block_label_text_size="0.78rem", section_header_text_size="0.85rem")
 # Blocks(css=, theme=) moved to launch() in Gradio 6: app.py (and the tests) pass these.
-# Uploads are template files (a few kB; a tokenizer_config.json with a large vocabulary, a few MB).
-MAX_UPLOAD = "10mb"
+# Uploads are template files (a few kB; a tokenizer_config.json with a large vocabulary, a few MB) and
+# tokenizer.json files (Gemma 3's is 33 MB; engine.limits.MAX_TOKENIZER_BYTES is the bound).
+MAX_UPLOAD = f"{limits.MAX_TOKENIZER_BYTES // 1_000_000}mb"
 # Gradio keeps a little state for every session it has seen; beyond this many, the oldest go.
 SESSIONS_KEPT = 2000
 # run_history off: Gradio 6 otherwise keeps every event's inputs and outputs in the browser's
@@ -318,6 +321,7 @@ def build() -> gr.Blocks:
                         ui.add(**cases.build_case_panel())
                     with gr.Column(scale=2, min_width=300):
                         ui.add(**runs.build_run_options())
+                        ui.add(**tokens.build_token_controls())
                     with gr.Column(scale=3, min_width=320):
                         ui.add(**runs.build_events())
                 with gr.Group(elem_classes=["panel"], elem_id="step-panel"):
@@ -358,6 +362,16 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
           show_progress="hidden")
     ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)
+
+    ui.on(ui["show_tokens"].input, toggle_tokens, ["session", "show_tokens", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
+    # A tokenizer for this session: then the prompt shows (and counts) its tokens.
+    then_refresh(ui.on(ui["tokenizer_hub"].click, tokens.load_from_hub, ["session", "tokenizer_repo", "hub_revision"],
+                       ["tokenizer_status"], concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_upload"].upload, tokens.load_from_upload, ["session", "tokenizer_upload"],
+                       ["tokenizer_status"], concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_folder_load"].click, tokens.load_from_folder, ["session", "tokenizer_folder"],
+                       ["tokenizer_status"], concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], ["tokenizer_status"]))
 
     case_state = ["session", "form_case", *FORM_FIELDS]
     then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))

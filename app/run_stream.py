@@ -193,6 +193,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     chunks: list[str] = []
     tokens: list[int] = []
     seconds: list[float] = []
+    ids: list[tuple[int, ...]] = []
     first_region: float | None = None
     problems: list[Diagnostic] = []
     full = False
@@ -225,6 +226,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
                 chunks.append(item.text)
                 tokens.append(item.tokens)
                 seconds.append(item.seconds)
+                ids.append(item.ids)
                 if first_region is None and step.wrote_region:
                     first_region = item.seconds
                 events.add(step.events)
@@ -258,10 +260,15 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     events.add(step.events)
     problems += runner.diagnostics
     if isinstance(runner, LocalRunner) and runner.tokenizer is not None:
-        session.tokenizer = runner.tokenizer  # this visitor's model now splits their replays and counts their tokens
+        # This visitor's model now splits their replays and shows their prompt's tokens (unless they
+        # loaded another tokenizer themselves).
+        session.model_tokenizer = (settings.model, runner.tokenizer)
+        if session.tokenizer is None:
+            session.use_model_tokenizer()
     stream = _stream_value(view, trace, classes, prefix, errors_shown)
     expected_note = _expected_note(workspace, settings, trace.message, stopped)
-    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace))
+    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace),
+                               ids=ids)
     session.touch()
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")
     # A run that failed before writing anything has no message to show (not an empty assistant message).

@@ -100,7 +100,7 @@ class LastRun:
     it stays in the session after the run."""
 
     def __init__(self, prompt: str, tools: list | None, response_spec: dict, chunks: list[str], tokens: list[int],
-                 seconds: list[float], ran_with: tuple = ()):
+                 seconds: list[float], ran_with: tuple = (), ids: list[tuple[int, ...]] | None = None):
         self.prompt = prompt
         self.tools = tools
         self.response_spec = response_spec
@@ -109,6 +109,16 @@ class LastRun:
         self.tokens = array("I", tokens)
         self.seconds = array("f", seconds)
         self.ran_with = ran_with  # `run_key` of the workspace when it ran
+        # Token ids of each chunk, when a tokenizer cut the run: flat, with each chunk's end in it.
+        self.ids = array("I", (i for chunk in ids or () for i in chunk))
+        self.id_ends = array("I", itertools.accumulate(len(chunk) for chunk in ids or ()))
+
+    def chunk_ids(self, index: int) -> list[int]:
+        """The token ids of chunk `index` (empty when the run was not cut by a tokenizer)."""
+        if index >= len(self.id_ends):
+            return []
+        start = self.id_ends[index - 1] if index else 0
+        return list(self.ids[start : self.id_ends[index]])
 
     @property
     def chunks(self) -> list[str]:
@@ -142,9 +152,13 @@ class Session:
     draft_undo: str | None = None  # the response template an applied draft replaced
     engines: dict = field(default_factory=dict)  # the last engines matrix: {engine: {case: cell}}
     selected_check: int | None = None  # the row of the Checks table last clicked
-    # The tokenizer of the model this visitor last ran (it splits their replays and counts their
-    # prompt's tokens); None until they run a local model. Never another visitor's.
+    # This visitor's tokenizer (engine.tokens.LoadedTokenizer: loaded from the Hub, a file or a
+    # folder, or the model they ran): it shows the prompt's tokens, runs the token checks and splits
+    # their replays. Never another visitor's.
     tokenizer: Any = field(default=None, repr=False)
+    # The (model id, tokenizer) of the local model this visitor last ran, offered as their tokenizer.
+    model_tokenizer: Any = field(default=None, repr=False)
+    show_tokens: bool = False  # the prompt shows its tokens ("Tokens" on)
     stop: threading.Event | None = field(default=None, repr=False)
     # Who this is to the render workers and the line for the model (one call at a time each).
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -158,6 +172,17 @@ class Session:
 
     def __post_init__(self) -> None:
         _live.add(self)
+
+    def use_model_tokenizer(self) -> list[Diagnostic]:
+        """Make the tokenizer of the model last run this session's tokenizer; problems if it cannot."""
+        if self.model_tokenizer is None:
+            return [Diagnostic("error", "Run a local model first: its tokenizer is used then.", "tokenizer")]
+        from engine.tokens import from_model
+
+        loaded, problems = from_model(self.model_tokenizer[1], self.model_tokenizer[0])
+        if loaded is not None:
+            self.tokenizer = loaded
+        return problems
 
     def run_is_stale(self) -> bool:
         """Whether the last run belongs to other templates or another case than the workspace's now."""
@@ -225,11 +250,11 @@ class Session:
         self.last_run = None
         self.last_prompt_html = ""
         self.checks, self.engines, self.selected_check = [], {}, None
-        self.tokenizer = None
+        self.tokenizer = self.model_tokenizer = None  # a tokenizer can hold 100 MB; loaded again in a click
 
 
 # What a copy of a session starts afresh.
-_NOT_COPIED = ("stop", "tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex")
+_NOT_COPIED = ("stop", "tokenizer", "model_tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex")
 # Guards every session's `busy` and `edits` (held for a few instructions; not a field: Gradio copies
 # the session's fields, and a lock cannot be copied).
 _BUSY_LOCK = threading.Lock()

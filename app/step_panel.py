@@ -66,8 +66,11 @@ def step_view(session: Session, position: float) -> str:
         head = "<b>Before the first chunk</b>: only what the prompt opened."
     else:
         chunk = run.chunks[k - 1]
+        ids = run.chunk_ids(k - 1)
+        id_text = (f' · token id{"s" if len(ids) > 1 else ""} <code class="token-ids">{" ".join(map(str, ids))}</code>'
+                   if ids else "")
         head = (
-            f'<b>Chunk {k} of {total}</b>: <code class="chunk">{esc(chunk)}</code>'
+            f'<b>Chunk {k} of {total}</b>: <code class="chunk">{esc(chunk)}</code>{id_text}'
             f" · {run.tokens[k - 1]:,} tokens · {run.seconds[k - 1]:.2f} s"
         )
     pending_html = (

@@ -14,12 +14,12 @@ from engine import limits
 from engine.diagnostics import Diagnostic, has_errors
 from engine.errors import log_failure
 from engine.response_spec import LoadedSpec, literal_delimiters, load_response_spec
-from engine.runners import count_tokens
 from engine.trace import Trace
 
 from .case_form import CaseForm, save_form
 from .highlight import diagnostics_html, esc, field_classes, prompt_html
 from .state import Session, encode_workspace
+from .token_panel import NO_TOKENIZER, TOKEN_LEGEND, session_tokens, tokens_html, tokens_info
 
 # Templates are untrusted code: the app renders in engine.sandbox's killable worker, bounded in time
 # and memory. The first render also waits for the worker to start (about a second).
@@ -80,7 +80,12 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
         special |= literal_delimiters(trace.template)
     gen_start = result.generation_start
-    body = prompt_html(
+    # With a tokenizer: the prompt's tokens, encoded in the render worker (counted even when not shown).
+    tokens = session_tokens(session, prompt, result.generation_spans, gen_start, RENDER_TIMEOUT)
+    body = None
+    if session.show_tokens and tokens is not None and not tokens.diagnostics:
+        body = TOKEN_LEGEND + tokens_html(prompt, tokens, show_whitespace)
+    body = body or prompt_html(
         prompt,
         special_tokens=special,
         generation_start=gen_start,
@@ -89,14 +94,20 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         classes=classes,
         show_whitespace=show_whitespace,
     )
+    if session.show_tokens and (tokens is None or tokens.diagnostics):
+        why = tokens.diagnostics if tokens is not None else [Diagnostic("info", NO_TOKENIZER, "tokenizer")]
+        body = diagnostics_html(why) + body
     session.last_prompt_html = body
     info = [f"{len(prompt):,} characters"]
-    tokens = count_tokens(prompt, session.tokenizer)
-    info.append(f"{tokens:,} tokens" if tokens is not None else "token count: run a local model")
+    if tokens is not None and not tokens.diagnostics:
+        info.append(tokens_info(tokens))
+    else:
+        info.append("tokens: load a tokenizer (“Tokenizer”, below)")
     if result.template_name:
         info.append(f"template “{esc(result.template_name)}”")
     if gen_start is not None:
-        info.append(f"generation prompt: {len(prompt) - gen_start} characters")
+        in_tokens = f" ({tokens.generation_count:,} tokens)" if tokens is not None and not tokens.diagnostics else ""
+        info.append(f"generation prompt: {len(prompt) - gen_start} characters{in_tokens}")
     if prefix_segments:
         opened = sorted({s.field for s in prefix_segments if s.field and s.kind in ("open", "body")})
         if opened:
@@ -133,6 +144,12 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
     at once with no change, and the running refresh renders again with it before it answers. So a
     visitor's edits never pile up server threads, and the page always ends on the latest edit."""
     session.form_problems = sync(session, chat_template, response_template, form_case, form)
+    return refreshed(session, show_whitespace)
+
+
+def toggle_tokens(session: Session, show_tokens: bool, show_whitespace: bool) -> dict[str, Any]:
+    """The "Tokens" toggle: kept in the session (an edit then needs no extra value), and the prompt again."""
+    session.show_tokens = bool(show_tokens)
     return refreshed(session, show_whitespace)
 
 

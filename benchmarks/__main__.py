@@ -1,6 +1,6 @@
 """Every benchmark in one run, and one table: `python -m benchmarks [--quick] [--json] [--markdown]`.
 
-Runs bench_trace, bench_stream, bench_checks, bench_local and bench_browser (the app served by
+Runs bench_trace, bench_stream, bench_checks, bench_tokens, bench_local and bench_browser (the app served by
 `python app.py`, driven by Chromium) in this order, each printing its own detail, then prints one
 table with every figure of issue 15, its target and whether it is met. `--json` prints only one
 object with exactly those keys (the details go to stderr), so the figures can be tracked over time;
@@ -65,6 +65,9 @@ FIGURES = (
            lambda v: f"{v['p50']:.0f} / {v['p95']:.0f} ms", lambda v: v["p95"] <= 400),
     Figure("keystroke_ms", "Chromium: type a character → updated prompt (p50, p95)", "p95 ≤ 150 ms",
            lambda v: f"{v['p50']:.0f} / {v['p95']:.0f} ms", lambda v: v["p95"] <= 150),
+    Figure("token_view_ms", "a keystroke with Tokens on, minus one without a tokenizer (1.5k-char prompt; 21k)",
+           "≤ 50 ms", lambda v: f"{v['typical']:.1f} ms ({v['keystroke_ms']:.1f} → {v['with_tokens_ms']:.1f}); "
+           f"{v['long']:.0f} ms", lambda v: v["typical"] <= 50),
     Figure("app_rss_mb", "app memory after one run of each preset (server + render workers)", "report; ≤ 600",
            lambda v: f"{v['total']:.0f} MB ({v['server']:.0f} + {v['workers']:.0f})", lambda v: v["total"] <= 600),
 )
@@ -73,7 +76,7 @@ KEYS = tuple(f.key for f in FIGURES)
 
 def run(quick: bool = False) -> dict[str, Any]:
     """Every benchmark; the figures by key (values are numbers or small objects)."""
-    from benchmarks import bench_browser, bench_checks, bench_local, bench_stream, bench_trace
+    from benchmarks import bench_browser, bench_checks, bench_local, bench_stream, bench_tokens, bench_trace
 
     results: dict[str, Any] = {}
     with bench_browser.AppServer() as server:
@@ -81,7 +84,8 @@ def run(quick: bool = False) -> dict[str, Any]:
             server.ready()
             time.sleep(2)
         for title, section in (("trace", bench_trace.main), ("streaming", bench_stream.main),
-                               ("rendering and checks", bench_checks.main), ("local runner", bench_local.main)):  # fmt: skip
+                               ("rendering and checks", bench_checks.main), ("token view", bench_tokens.main),
+                               ("local runner", bench_local.main)):  # fmt: skip
             started = time.perf_counter()
             print(f"\n== {title}")
             figures = section(quick=quick)

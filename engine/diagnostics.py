@@ -9,8 +9,8 @@ from typing import Literal
 
 Severity = Literal["error", "warning", "info"]
 # Where a diagnostic points: the chat template editor, the response template editor, the case
-# (messages / tools JSON), the model output, or the runner that produced it.
-Source = Literal["chat_template", "response_template", "case", "output", "runner", "hub", "preset"]
+# (messages / tools JSON), the model output, the runner that produced it, or the session's tokenizer.
+Source = Literal["chat_template", "response_template", "case", "output", "runner", "hub", "preset", "tokenizer"]
 
 
 @dataclass(frozen=True)

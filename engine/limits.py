@@ -39,6 +39,10 @@ MAX_CASE_CHARS = int(_number("PLAYGROUND_MAX_CASE_CHARS", 1_000_000))
 MAX_PROMPT_CHARS = int(_number("PLAYGROUND_MAX_PROMPT_CHARS", 4_000_000))
 # A model output (pasted, or streamed by a runner): ~125k tokens, beyond any model's longest reply.
 MAX_OUTPUT_CHARS = int(_number("PLAYGROUND_MAX_OUTPUT_CHARS", 500_000))
+# A tokenizer's files (tokenizer.json: Llama 3's is 9 MB, Gemma 3's 33 MB).
+MAX_TOKENIZER_BYTES = int(_number("PLAYGROUND_MAX_TOKENIZER_MB", 40) * 1_000_000)
+# The token view of a prompt longer than this is not computed (a keystroke stays cheap; about 50k tokens).
+MAX_TOKEN_VIEW_CHARS = int(_number("PLAYGROUND_MAX_TOKEN_VIEW_CHARS", 200_000))
 # Nesting of any JSON a person types (deeper input would exhaust Python's recursion limit).
 MAX_JSON_DEPTH = int(_number("PLAYGROUND_MAX_JSON_DEPTH", 100))
 

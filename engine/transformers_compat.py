@@ -19,6 +19,7 @@ from transformers.utils.chat_template_utils import (
     _REASONING_FIELDS,
     _alias_reasoning_fields,
     _compile_jinja_template,
+    _get_template_literal_text,
     _get_template_variables,
     _normalize_chat_messages,
     _plain_template_data,
@@ -50,6 +51,13 @@ def compile_template(source: str) -> Any:
 def template_variables(source: str) -> frozenset[str]:
     """The undeclared variables a chat template reads (what kwargs it can take)."""
     return _get_template_variables(source)
+
+
+def template_literal_text(source: str) -> str:
+    """The literal strings of a chat template (its raw text and every string constant) joined with
+    NUL characters: what transformers searches for the control tokens a template writes
+    (`sanitize_control_tokens`). The token checks find the special-looking texts a template writes in it."""
+    return _get_template_literal_text(source)
 
 
 def template_inputs(messages: Any, kwargs: dict) -> tuple[Any, dict]:
@@ -112,6 +120,7 @@ PRIVATE_NAMES = (
     "transformers.utils.chat_template_utils._normalize_chat_messages",
     "transformers.utils.chat_template_utils._compile_jinja_template",
     "transformers.utils.chat_template_utils._get_template_variables",
+    "transformers.utils.chat_template_utils._get_template_literal_text",
     "transformers.utils.chat_template_utils._alias_reasoning_fields",
     "transformers.utils.chat_template_utils._plain_template_data",
     "transformers.utils.chat_template_utils._REASONING_FIELDS",

@@ -70,20 +70,16 @@ def test_overlapping_layers_keep_every_class():
     assert '<span class="gen seg body f0 from-prompt">cd</span>' in out
 
 
-class Words:
-    """A stand-in tokenizer: one token per whitespace-separated word."""
-
-    def __call__(self, text, add_special_tokens=False):
-        return {"input_ids": text.split()}
-
-
 def test_token_count_uses_the_sessions_own_tokenizer():
+    from tests.token_support import tiny
+
     counted = session()
-    counted.tokenizer = Words()  # what a local run leaves in the session that ran it
+    counted.tokenizer = tiny(("<|im_start|>", "<|im_end|>"))  # loaded by this visitor
     view = build_prompt_view(counted, show_whitespace=False)
-    assert "3 tokens" in view.info  # "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n" splits in 3
-    # Another visitor, who loaded no model, is not counted with the first visitor's tokenizer.
-    assert "token count: run a local model" in build_prompt_view(session(), show_whitespace=False).info
+    count = len(counted.tokenizer.tokenizer(view.prompt, add_special_tokens=False)["input_ids"])
+    assert f"{count} tokens · 3 special" in view.info
+    # Another visitor, who loaded no tokenizer, is not counted with the first visitor's.
+    assert "tokens: load a tokenizer" in build_prompt_view(session(), show_whitespace=False).info
 
 
 def test_every_field_gets_its_own_colour_and_known_fields_keep_theirs():

@@ -23,7 +23,8 @@ def check(chat: str, **options):
 
 
 def not_passed(report) -> list[tuple[str, str, str | None]]:
-    return [(r.status, r.name, r.subject) for r in report.checks if r.status != "pass"]
+    """Results that did not pass, the token checks aside (they need a tokenizer, tests/test_tokens_checks.py)."""
+    return [(r.status, r.name, r.subject) for r in report.checks if r.status != "pass" and not r.name.startswith("tokens")]
 
 
 def variant(old: str, new: str) -> str:

@@ -33,6 +33,12 @@ def test_template_variables_are_the_undeclared_names() -> None:
     }  # fmt: skip
 
 
+def test_template_literal_text_is_the_literals_joined_by_nul() -> None:
+    text = compat.template_literal_text("<s>{{ '<|im_start|>' + role }}{% if x %}</s>{% endif %}")
+    assert set(text.split("\0")) >= {"<s>", "<|im_start|>", "</s>"}
+    assert "<s></s>" not in text  # two literals never join into one match
+
+
 def test_template_inputs_alias_reasoning_and_keep_plain_data() -> None:
     messages, kwargs = compat.template_inputs([{"role": "assistant", "reasoning": "hmm", "content": "hi"}], {"flag": True})
     assert messages[0]["reasoning_content"] == messages[0]["thinking"] == "hmm"

@@ -34,8 +34,10 @@ from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
 from .streaming import check_streaming
+from ..tokens.checks import check_tokens
+from ..tokens.load import TokenizerFiles, cached_tokenizer
 
-FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines")
+FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
 
 __all__ = [
     "FAMILIES",
@@ -81,6 +83,10 @@ def run_checks(
     whose checks they are (one call at a time each). Every parse they make shares one regex budget,
     `regex_seconds` (default CHECK_REGEX_PARSES parses' worth): a backtracking pattern stops them
     with a message instead of taking the time of every parse.
+
+    `tokenizer` is a transformers tokenizer, or the `TokenizerFiles` of one (what the app sends to
+    the worker: built there once and kept, keyed by the files' hash); without one the token checks
+    say once that they did not run.
 
     `cases` default to built-in conversations fitted to what the chat template reads; `recordings`
     name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
@@ -131,6 +137,12 @@ def _run(
             report.checks.append(CheckResult(family, "fail", f"Not run: {broken} has errors (see diagnostics)."))
         return report
 
+    if isinstance(tokenizer, TokenizerFiles):
+        try:
+            tokenizer = cached_tokenizer(tokenizer)
+        except ValueError as e:
+            report.diagnostics.append(Diagnostic("error", f"The tokenizer could not be loaded: {e}", "tokenizer"))
+            tokenizer = None
     ctx = CheckContext(
         chat_template=chat_template,
         response_text=response_text,
@@ -179,6 +191,8 @@ def _run(
     if "engines" in families:
         report.engines, engine_results = _guarded_pair("engines", lambda: engine_matrix(ctx), {})
         report.checks += engine_results
+    if "tokens" in families:
+        report.checks += _guarded("tokens", lambda: check_tokens(ctx, outputs))
     if ctx.default_cases:
         names = ", ".join(repr(c.name) for c in ctx.cases)
         for result in report.checks:

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              'a preset.json with "round_trip_differences"')
     parser.add_argument("--stop-token", action="append", default=[], metavar="TEXT",
                         help="text that ends the model's turn (repeatable; default: the eos token)")
-    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json: also stream the outputs token by token")
+    parser.add_argument("--tokenizer", metavar="FILE", help="a tokenizer.json, or a folder with one: the token checks, and streaming token by token")
     parser.add_argument("--random-splits", type=int, default=200, metavar="N", help="random chunkings per output (default 200)")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random chunkings (default 0)")
     parser.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS",
@@ -124,14 +124,16 @@ def _differences(path: str) -> dict[str, str]:
 
 
 def _tokenizer(path: str | None):
+    """The tokenizer's files (they go to the worker, which builds it once), from a tokenizer.json
+    or a folder holding one (with its tokenizer_config.json): what the token checks need."""
     if path is None:
         return None
-    from tokenizers import Tokenizer
+    from ..tokens import load_tokenizer_path
 
-    try:
-        return Tokenizer.from_file(path)
-    except Exception as e:  # noqa: BLE001 - a missing or broken file is bad usage
-        raise UsageError(f"cannot load tokenizer {path}: {e}") from e
+    loaded, problems = load_tokenizer_path(path, allow_paths=True)
+    if loaded is None:
+        raise UsageError(f"cannot load tokenizer {path}: {problems[0].message if problems else 'unknown problem'}")
+    return loaded.files
 
 
 def _response_template(text: str) -> tuple[str, tuple[int, int], dict[str, str]]:

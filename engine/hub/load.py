@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import tempfile
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 
 from huggingface_hub import HfApi, constants, get_token
@@ -103,22 +104,10 @@ def load_repo(
         validate_repo_id(repo_id)
     except Exception as e:  # noqa: BLE001 - HFValidationError: a typo, not a crash
         return HubTemplates(repo_id, revision, None, diagnostics=[hub_error(e, repo_id, endpoint=endpoint)])
-    # token=False: without a token of the caller's, read anonymously (never the ambient HF_TOKEN).
-    api = HfApi(endpoint=endpoint, token=token or False, library_name="template-playground")
     try:
-        info = api.model_info(repo_id, revision=revision, timeout=30)
-        commit = info.sha
-        paths = sorted(s.rfilename for s in info.siblings or [] if is_template_file(s.rfilename))
-        files = {}
-        with tempfile.TemporaryDirectory(prefix="playground-hub-") as cache:
-            # A throwaway cache: on a shared server, one visitor's gated files must not stay on disk.
-            for path in paths:
-                local = api.hf_hub_download(repo_id, path, revision=commit or revision, cache_dir=cache,
-                                            etag_timeout=30)
-                if os.path.getsize(local) > MAX_FILE_BYTES:
-                    raise _TooLarge(path)
-                files[path] = Path(local).read_bytes()
-    except _TooLarge as e:
+        commit, files, _ = download_files(repo_id, revision, is_template_file, token=token, endpoint=endpoint,
+                                          max_bytes=MAX_FILE_BYTES)
+    except TooLarge as e:
         return HubTemplates(repo_id, revision, None, diagnostics=[
             Diagnostic("error", f"{e.path} in {repo_id} is over {MAX_FILE_BYTES // 1_000_000} MB; not a template file.",
                        "hub")])
@@ -128,7 +117,31 @@ def load_repo(
     return _templates(repo_id, revision, commit, files, [])
 
 
-class _TooLarge(Exception):
+def download_files(repo_id: str, revision: str | None, wanted: Callable[[str], bool], *, token: str | None,
+                   endpoint: str, max_bytes: int) -> tuple[str | None, dict[str, bytes], list[str]]:
+    """The files of `repo_id` at one commit whose path `wanted` accepts: (commit, {path: bytes},
+    every path of the repo). Sizes are checked from the repo's metadata before anything is downloaded, and again after
+    (TooLarge); `paths` of the repo that are not wanted are never fetched. Raises the Hub's errors."""
+    # token=False: without a token of the caller's, read anonymously (never the ambient HF_TOKEN).
+    api = HfApi(endpoint=endpoint, token=token or False, library_name="template-playground")
+    info = api.model_info(repo_id, revision=revision, timeout=30, files_metadata=True)
+    commit = info.sha
+    siblings = [s for s in info.siblings or [] if wanted(s.rfilename)]
+    files = {}
+    with tempfile.TemporaryDirectory(prefix="playground-hub-") as cache:
+        # A throwaway cache: on a shared server, one visitor's gated files must not stay on disk.
+        for sibling in sorted(siblings, key=lambda s: s.rfilename):
+            if (sibling.size or 0) > max_bytes:
+                raise TooLarge(sibling.rfilename)
+            local = api.hf_hub_download(repo_id, sibling.rfilename, revision=commit or revision, cache_dir=cache,
+                                        etag_timeout=30)
+            if os.path.getsize(local) > max_bytes:
+                raise TooLarge(sibling.rfilename)
+            files[sibling.rfilename] = Path(local).read_bytes()
+    return commit, files, [s.rfilename for s in info.siblings or []]
+
+
+class TooLarge(Exception):
     def __init__(self, path: str):
         super().__init__(path)
         self.path = path

@@ -14,12 +14,13 @@ from ..diagnostics import Diagnostic
 
 @dataclass(frozen=True)
 class Chunk:
-    """One piece of streamed output: its text, the tokens generated so far (cumulative) and the
-    seconds since the run started."""
+    """One piece of streamed output: its text, the tokens generated so far (cumulative), the
+    seconds since the run started, and its token ids when a tokenizer cut it (else empty)."""
 
     text: str
     tokens: int
     seconds: float
+    ids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -84,17 +85,22 @@ class Runner(Protocol):
     ) -> Iterator[Chunk]: ...
 
 
-def paced(pieces: list[str], tokens_per_second: float, stop: threading.Event | None) -> Iterator[Chunk]:
-    """Yield `pieces` as chunks, one token each, at `tokens_per_second` (0: as fast as possible).
-    Waiting on the stop event rather than sleeping lets Stop end a slow replay at once."""
+def paced(pieces: list[str], ids: list[tuple[int, ...]], tokens_per_second: float,
+          stop: threading.Event | None) -> Iterator[Chunk]:
+    """Yield `pieces` as chunks, one token each (with its `ids`, when known), at `tokens_per_second`
+    (0: as fast as possible). Waiting on the stop event rather than sleeping lets Stop end a slow
+    replay at once."""
     start = time.monotonic()
-    for count, piece in enumerate(pieces, 1):
+    count = 0
+    for index, piece in enumerate(pieces):
         if stop is not None and stop.is_set():
             return
         if tokens_per_second > 0:
-            delay = start + (count - 1) / tokens_per_second - time.monotonic()
+            delay = start + count / tokens_per_second - time.monotonic()
             if delay > 0 and stop is not None and stop.wait(delay):
                 return
             if delay > 0 and stop is None:
                 time.sleep(delay)
-        yield Chunk(piece, count, time.monotonic() - start)
+        token_ids = ids[index] if index < len(ids) else ()
+        count += len(token_ids) or 1  # tokens so far: real ids when known
+        yield Chunk(piece, count, time.monotonic() - start, token_ids)

@@ -28,33 +28,61 @@ def split_tokens(text: str, tokenizer: Any = None) -> list[str]:
     cut at the token offsets so the pieces always join back to exactly `text`. Without one (or
     when the tokenizer cannot give offsets): special-token-looking text whole, the rest in
     word-sized pieces."""
+    return token_pieces(text, tokenizer)[0]
+
+
+def token_pieces(text: str, tokenizer: Any = None) -> tuple[list[str], list[tuple[int, ...]]]:
+    """`split_tokens`, with the token ids of each piece (empty without a tokenizer). A piece holds
+    several ids when byte-level tokens share one character (an emoji is 2-4 tokens). A session's
+    loaded tokenizer (`engine.tokens.LoadedTokenizer`, untrusted: its regexes run on the text) is
+    run in the bounded worker; a model's own tokenizer object is called here."""
     if not text:
-        return []
+        return [], []
     if tokenizer is not None:
-        pieces = _split_with_tokenizer(text, tokenizer)
-        if pieces is not None:
-            return pieces
-    return [m.group() for m in _PIECE.finditer(text)]
+        cut = _split_with_tokenizer(text, tokenizer)
+        if cut is not None:
+            return cut
+    return [m.group() for m in _PIECE.finditer(text)], []
 
 
-def _split_with_tokenizer(text: str, tokenizer: Any) -> list[str] | None:
+def _encode(text: str, tokenizer: Any) -> tuple[list[int], list[tuple[int, int]]] | None:
+    files = getattr(tokenizer, "files", None)
+    if files is not None:  # a session's loaded tokenizer: in the worker, bounded
+        from ..tokens import prompt_tokens
+
+        view = prompt_tokens(files, text, timeout=limits.RENDER_SECONDS, max_chars=limits.MAX_OUTPUT_CHARS)
+        return (view.ids, view.offsets) if not view.diagnostics else None
     try:
         encoded = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        offsets = encoded["offset_mapping"]
+        return list(encoded["input_ids"]), list(encoded["offset_mapping"])
     except Exception:  # noqa: BLE001 - slow tokenizers have no offsets: use the fallback splitter
         return None
-    pieces, cut = [], 0
-    for _, end in offsets:
-        # Byte-level tokens inside one character share its offsets: cut only where the text moves on.
+
+
+def _split_with_tokenizer(text: str, tokenizer: Any) -> tuple[list[str], list[tuple[int, ...]]] | None:
+    encoded = _encode(text, tokenizer)
+    if encoded is None:
+        return None
+    pieces: list[str] = []
+    ids: list[tuple[int, ...]] = []
+    cut, early = 0, ()
+    for token_id, (_, end) in zip(*encoded):
+        # Byte-level tokens inside one character share its offsets: they join the piece of that character.
         if end > cut:
             pieces.append(text[cut:end])
-            cut = end
+            ids.append((*early, token_id))
+            cut, early = end, ()
+        elif pieces:
+            ids[-1] += (token_id,)
+        else:  # a token with no text before any piece (zero-width): it goes with the first piece
+            early += (token_id,)
     if cut < len(text):  # text the tokenizer normalised away (trailing spaces, say)
         if pieces:
             pieces[-1] += text[cut:]
         else:
             pieces.append(text[cut:])
-    return pieces
+            ids.append(early)
+    return pieces, ids
 
 
 def count_tokens(text: str, tokenizer: Any) -> int | None:
@@ -62,6 +90,7 @@ def count_tokens(text: str, tokenizer: Any) -> int | None:
     a count is a nicety, never a reason to fail)."""
     if tokenizer is None:
         return None
+    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a session's LoadedTokenizer
     try:
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
     except Exception:  # noqa: BLE001 - e.g. a tokenizer object of another kind
@@ -95,4 +124,4 @@ class RecordedRunner:
         if not self.text:
             self.diagnostics.append(Diagnostic("warning", "The recording is empty.", "runner",
                                                hint="Paste the raw output of a model, or pick a preset recording."))
-        yield from paced(split_tokens(self.text, self.tokenizer), self.tokens_per_second, stop)
+        yield from paced(*token_pieces(self.text, self.tokenizer), self.tokens_per_second, stop)

@@ -27,7 +27,7 @@ from ..response_spec import compile_spec, load_response_spec
 from ..text import SPECIAL_TOKEN, short
 from ..turns import reply_after, up_to_stop
 from .base import Activity, Chunk, RunnerError, paced
-from .recorded import split_tokens
+from .recorded import token_pieces
 
 # What a simulated run is, for the people watching one (the app shows it next to the runner).
 EXPLANATION = (
@@ -267,7 +267,7 @@ class SimulatedRunner:
     ) -> Iterator[Chunk]:
         """The simulated output for `prompt` (the case's rendered prompt), paced like a recording."""
         output = self.simulate(prompt)
-        yield from paced(split_tokens(output, self.tokenizer), self.tokens_per_second, stop)
+        yield from paced(*token_pieces(output, self.tokenizer), self.tokens_per_second, stop)
 
     def _reply(self, prompt: str, history: str) -> str:
         """The reply's text in `history`: what follows the prompt (see `engine.turns.reply_after`)."""

@@ -1,0 +1,138 @@
+"""The prompt's tokens: the "Tokens" toggle of the prompt panel, the tokenizer loader under it, and
+the HTML of the token view (boundaries, ids on hover, special tokens, the generation prompt and the
+assistant mask shaded). The engine (`engine.tokens`) loads tokenizers and computes every token."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from engine.diagnostics import Diagnostic
+from engine.public import policy
+from engine.tokens import TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens
+
+from .highlight import diagnostics_html, esc, visible_ws
+from .state import Session
+
+TOKEN_LEGEND = (
+    '<div class="legend token-legend"><span class="chip tk-demo">token</span><span class="chip tk-demo sp">special token</span>'
+    '<span class="chip tk-demo gp">generation prompt</span><span class="chip tk-demo am">assistant mask '
+    "(trained on)</span> · hover a token for its id</div>"
+)
+NO_TOKENIZER = ("No tokenizer loaded: load one under “Tokenizer”, below the workbench (from the Hub repo, a tokenizer.json, "
+                "a folder, or the model you ran).")
+
+
+def build_token_controls() -> dict[str, Any]:
+    """The tokenizer loader (an accordion below the workbench, beside the run options; the first
+    screen stays the loop's): its status, and the ways to load one."""
+    with gr.Accordion("Tokenizer", open=False, elem_id="tokenizer-accordion"):
+        status = gr.HTML(f'<div class="sub" id="tokenizer-status">{NO_TOKENIZER}</div>', elem_id="tokenizer-status-box")
+        with gr.Row(equal_height=True):
+            repo = gr.Textbox(label="Hub repo (default: the one the templates came from)", elem_id="tokenizer-repo",
+                              placeholder="HuggingFaceTB/SmolLM3-3B", scale=3)
+            hub = gr.Button("Load from the Hub", elem_id="tokenizer-hub", scale=1, size="sm")
+        upload = gr.File(label="Upload tokenizer.json (and tokenizer_config.json)", file_count="multiple",
+                         file_types=[".json"], elem_id="tokenizer-upload")
+        with gr.Row(equal_height=True, visible=policy().allow_paths):
+            folder = gr.Textbox(label="Local folder or tokenizer.json", elem_id="tokenizer-folder", scale=3)
+            folder_button = gr.Button("Load folder", elem_id="tokenizer-folder-load", scale=1, size="sm")
+        model = gr.Button("Use the tokenizer of the model I ran", elem_id="tokenizer-model", size="sm")
+    return dict(tokenizer_status=status, tokenizer_repo=repo, tokenizer_hub=hub, tokenizer_upload=upload,
+                tokenizer_folder=folder, tokenizer_folder_load=folder_button, tokenizer_model=model)
+
+
+def _loaded(session: Session, loaded: Any, problems: list[Diagnostic]) -> dict[str, Any]:
+    if loaded is not None:
+        session.tokenizer = loaded
+    return {"tokenizer_status": status_html(session, problems)}
+
+
+def status_html(session: Session, problems: list[Diagnostic] | None = None) -> str:
+    """Which tokenizer this session uses, and what loading the last one said."""
+    now = session.tokenizer
+    line = f"Tokenizer: <b>{esc(now.describe())}</b>" if now is not None else NO_TOKENIZER
+    return f'<div class="sub" id="tokenizer-status">{line}</div>' + (diagnostics_html(problems) if problems else "")
+
+
+def load_from_hub(session: Session, tokenizer_repo: str, hub_revision: str = "") -> dict[str, Any]:
+    """Load the tokenizer of `tokenizer_repo` (default: the repo the templates were loaded from)."""
+    session.touch()
+    repo = (tokenizer_repo or "").strip() or session.workspace.source_repo
+    if not repo:
+        return _loaded(session, None, [Diagnostic("error", "Which repo? Type a repo id, or load templates from the Hub "
+                                                  "first.", "tokenizer")])
+    from engine.hub import local_token
+
+    revision = (hub_revision or "").strip() or (session.workspace.source_revision if repo == session.workspace.source_repo else "")
+    return _loaded(session, *load_tokenizer_repo(repo, revision or None, token=local_token()))
+
+
+def load_from_upload(session: Session, tokenizer_upload: list[Any] | None) -> dict[str, Any]:
+    session.touch()
+    uploads = {}
+    for item in tokenizer_upload or []:
+        path = Path(item if isinstance(item, str) else getattr(item, "name", str(item)))
+        uploads[path.name] = path.read_bytes()
+    if not uploads:
+        return {}
+    return _loaded(session, *load_tokenizer_uploads(uploads))
+
+
+def load_from_folder(session: Session, tokenizer_folder: str) -> dict[str, Any]:
+    session.touch()
+    return _loaded(session, *load_tokenizer_path((tokenizer_folder or "").strip()))
+
+
+def use_model(session: Session) -> dict[str, Any]:
+    session.touch()
+    problems = session.use_model_tokenizer()
+    return {"tokenizer_status": status_html(session, problems)}
+
+
+def session_tokens(session: Session, prompt: str, generation_spans: list, generation_start: int | None,
+                   timeout: float) -> TokenView | None:
+    """The prompt's tokens with this session's tokenizer (in the bounded worker), or None without one."""
+    if session.tokenizer is None:
+        return None
+    return prompt_tokens(session.tokenizer.files, prompt, generation_spans, generation_start, timeout=timeout,
+                         owner=session.id)
+
+
+def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False) -> str:
+    """The prompt cut at its token boundaries: tokens alternate shades, each with its id and the
+    tokenizer's own spelling on hover (`title`, and the ids in `data-ids`); special tokens boxed; the
+    generation prompt and the assistant mask shaded. One short element per token: a prompt of
+    thousands of tokens is rebuilt on every keystroke."""
+    out = []
+    ids, pieces, special, mask = view.ids, view.pieces, view.special, view.assistant_mask
+    generation = view.generation_token if view.generation_token is not None else len(ids)
+    escape = html.escape
+    for start, end, tokens in view.cells(len(prompt)):
+        text = prompt[start:end]
+        shown = visible_ws(text) if show_whitespace else escape(text, quote=False).replace("\n", '<span class="ws">↵</span>\n')
+        if not tokens:
+            out.append(shown)
+            continue
+        first = tokens[0]
+        if len(tokens) == 1:
+            classes = f"tk tk{first & 1}{' sp' if special[first] else ''}{' am' if mask[first] else ''}{' gp' if first >= generation else ''}"
+            token_ids, spelled = str(ids[first]), pieces[first]
+        else:
+            classes = (f"tk tk{first & 1}{' sp' if any(special[i] for i in tokens) else ''}"
+                       f"{' am' if any(mask[i] for i in tokens) else ''}{' gp' if first >= generation else ''}")
+            token_ids, spelled = " ".join(str(ids[i]) for i in tokens), " ".join(pieces[i] for i in tokens)
+        out.append(f'<span class="{classes}" data-ids="{token_ids}" title="id {token_ids} · {escape(spelled)}">{shown}</span>')
+    return f'<div class="prompt-text token-text{" show-ws" if show_whitespace else ""}">{"".join(out)}</div>'
+
+
+def tokens_info(view: TokenView) -> str:
+    """The counts for the prompt's info line."""
+    parts = [f"{view.count:,} tokens", f"{view.special_count:,} special"]
+    parts.append(f"assistant mask: {view.assistant_count:,} tokens")
+    if view.added_before:
+        parts.append(f"tokenizer(prompt) would add {len(view.added_before)} in front (id {' '.join(map(str, view.added_before))})")
+    return " · ".join(parts)

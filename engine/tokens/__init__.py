@@ -1,0 +1,37 @@
+"""Tokens: a session's tokenizer, the prompt as token ids (the token view), and the checks only
+tokens reveal (double BOS, special-looking text that is not one special token, stop tokens,
+training masks, delimiters across token boundaries).
+
+    loaded, problems = load_tokenizer_uploads({"tokenizer.json": data})   # or _repo, _path, from_model
+    view = prompt_tokens(loaded.files, prompt, result.generation_spans, generation_start, timeout=10)
+    view.ids, view.offsets, view.special, view.assistant_mask, view.generation_token
+"""
+
+from .load import (
+    LoadedTokenizer,
+    TokenizerFiles,
+    cached_tokenizer,
+    from_model,
+    load_tokenizer_bytes,
+    load_tokenizer_files,
+    load_tokenizer_path,
+    load_tokenizer_repo,
+    load_tokenizer_uploads,
+)
+from .view import TokenView, assistant_mask, prompt_tokens, token_view
+
+__all__ = [
+    "LoadedTokenizer",
+    "TokenView",
+    "TokenizerFiles",
+    "assistant_mask",
+    "cached_tokenizer",
+    "from_model",
+    "load_tokenizer_bytes",
+    "load_tokenizer_files",
+    "load_tokenizer_path",
+    "load_tokenizer_repo",
+    "load_tokenizer_uploads",
+    "prompt_tokens",
+    "token_view",
+]

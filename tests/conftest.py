@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
+# Tests reach 127.0.0.1 only: no telemetry from gradio or huggingface_hub (set before either is imported).
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
 import subprocess
 import sys
 from collections.abc import Callable

@@ -9,6 +9,7 @@ template, deep JSON) and runs the checks on a looping template."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import threading
 import time
@@ -23,6 +24,9 @@ RESPONSE = json.dumps({"version": 1, "defaults": {"role": "assistant"}, "start_a
 HOSTILE_REGEX = json.dumps({"version": 1, "start_anchor_pattern": "(a+)+$", "fields": {"content": {}}})
 LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
 DEEP = '{"version": 1, "start_anchor": "x", "fields": {"c": {"transform": ' + "[" * 5000 + "]" * 5000 + "}}}"
+# gradio_client reports each Client to huggingface.co unless both its argument and this variable say
+# no (it reads `analytics_enabled or GRADIO_ANALYTICS_ENABLED == "True"`): nothing here leaves 127.0.0.1.
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
 CASE = "plain chat"  # the default preset's first case (what a new session holds)
 SLOTS = 10  # the case form's template-kwarg slots after the fixed fields (bools, choices, texts)
 
@@ -32,6 +36,11 @@ def refresh_args(chat: str, response: str = RESPONSE, content: str = "hi") -> li
     messages = json.dumps([{"role": "user", "content": content}])
     slots = [False] * 4 + [None] * 3 + [""] * 3
     return [chat, response, CASE, False, messages, "", "", True, False, "", *slots[:SLOTS]]
+
+
+def local_client(url: str) -> Client:
+    """A gradio_client for the served app, sending nothing anywhere else."""
+    return Client(url, verbose=False, analytics_enabled=False)
 
 
 @dataclass
@@ -52,7 +61,7 @@ class Outcome:
 
 
 def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
-    client = Client(url, verbose=False)
+    client = local_client(url)
     for round_ in range(rounds):
         marker = f"SESSION-{index}-ROUND-{round_}"
         started = time.monotonic()
@@ -69,7 +78,7 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
 
 
 def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
-    client = Client(url, verbose=False)
+    client = local_client(url)
     hostile = [
         refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!"),
         refresh_args(LOOP),
@@ -109,7 +118,7 @@ def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = T
             with urllib.request.urlopen(url, timeout=30) as response:
                 response.read()
             outcome.newcomer_page = time.monotonic() - started
-            newcomer = Client(url, verbose=False)
+            newcomer = local_client(url)
             started = time.monotonic()
             result = newcomer.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
             outcome.newcomer_refresh = time.monotonic() - started

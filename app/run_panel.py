@@ -139,9 +139,6 @@ def check_model(model: str) -> dict[str, Any]:
     """"Check size": what the model holds and how big its weights are, before any download."""
     model = (model or "").strip()
     try:
-        problem = policy().local_model_problem(model)
-        if problem:
-            raise RunnerError(problem)
         checkpoint = inspect_checkpoint(model)
     except RunnerError as e:
         return {"model_note": diagnostics_html([e.diagnostic])}

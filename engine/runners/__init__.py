@@ -12,7 +12,7 @@ from .base import Activity, Chunk, Runner, RunnerError
 from .factory import build_runner
 from .checkpoints import DEFAULT_MAX_SIZE_GB, Checkpoint, inspect_checkpoint
 from .local import LocalRunner, held_model, load_model, unload_model
-from .recorded import RecordedRunner, count_tokens, split_tokens
+from .recorded import RecordedRunner, split_tokens
 from .remote import RemoteRunner
 from .simulated import SimulatedRunner, example_value, simulate_message
 
@@ -29,7 +29,6 @@ __all__ = [
     "RunnerError",
     "SimulatedRunner",
     "build_runner",
-    "count_tokens",
     "example_value",
     "held_model",
     "load_model",

@@ -72,6 +72,8 @@ def inspect_checkpoint(model: str) -> Checkpoint:
     if not isinstance(model, str) or not model.strip():
         raise RunnerError("No model given.", hint="Give a Hub id (e.g. Qwen/Qwen3-0.6B) or a local folder.")
     model = model.strip()
+    if problem := policy().local_model_problem(model):  # a public server loads only its owner's list
+        raise RunnerError(problem, hint="Run the playground yourself to load any model.")
     if policy().allow_paths:
         folder = Path(model).expanduser()
         if folder.is_dir():

@@ -77,8 +77,7 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", max_size_g
         held = _held
         same_dtype = held is not None and (dtype == "auto" or str(held.dtype) == f"torch.{dtype}")
         if held is not None and held.name == model and held.device == device and same_dtype:
-            if held.size_gb > max_size_gb:
-                check_size(Checkpoint(model, held.source, held.size_gb), max_size_gb)
+            check_size(Checkpoint(model, held.source, held.size_gb), max_size_gb)
             return held
         report(Activity("checking", model))
         checkpoint = inspect_checkpoint(model)
@@ -182,11 +181,6 @@ class LocalRunner:
         # progress, loading), for the page to show; None when nothing is worth showing.
         self.activity: Activity | None = None
 
-    @property
-    def queue_position(self) -> int | None:
-        """While waiting for the model: how many runs are ahead (None once running, or never queued)."""
-        return self.activity.ahead if self.activity is not None and self.activity.phase == "waiting" else None
-
     def load(self) -> LoadedModel:
         return load_model(self.model, self.device, self.dtype, self.max_size_gb, self._report)
 
@@ -196,7 +190,7 @@ class LocalRunner:
     def stream(
         self, prompt: str, *, tools: list | None = None, stop: threading.Event | None = None
     ) -> Iterator[Chunk]:
-        """Tokens as they are generated, once it is this run's turn with the model (`queue_position`
+        """Tokens as they are generated, once it is this run's turn with the model (`activity`
         says how many runs are ahead meanwhile). Setting `stop` (or closing this iterator) leaves
         the line, or ends `generate()` at its next step; the generation thread is joined before the
         iterator finishes."""

@@ -21,10 +21,6 @@ class TakeTurns:
         self._line: list[object] = []
         self._changed = threading.Condition()
 
-    def __len__(self) -> int:
-        with self._changed:
-            return len(self._line)
-
     @contextmanager
     def turn(self, stop: threading.Event | None = None, on_position: Callable[[int], None] | None = None) -> Iterator[None]:
         """Wait for this caller's turn, then hold it for the block. `on_position(n)` hears how many

@@ -85,18 +85,6 @@ def _split_with_tokenizer(text: str, tokenizer: Any) -> tuple[list[str], list[tu
     return pieces, ids
 
 
-def count_tokens(text: str, tokenizer: Any) -> int | None:
-    """How many tokens `tokenizer` makes of `text` (None without a tokenizer, or when it fails:
-    a count is a nicety, never a reason to fail)."""
-    if tokenizer is None:
-        return None
-    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a session's LoadedTokenizer
-    try:
-        return len(tokenizer(text, add_special_tokens=False)["input_ids"])
-    except Exception:  # noqa: BLE001 - e.g. a tokenizer object of another kind
-        return None
-
-
 class RecordedRunner:
     """Replays `text` at `tokens_per_second` (0: as fast as possible), split by `tokenizer` when one
     is given (a loaded model's, so token counts are real) or by `split_tokens`' fallback."""

@@ -11,7 +11,7 @@ import copy
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from itertools import combinations
+from itertools import combinations, cycle
 
 from ..cases import Case
 from ..diagnostics import Diagnostic
@@ -38,11 +38,13 @@ def _calls(case: Case) -> list[dict]:
 
 def _with_ids(case: Case, tools: list[dict] | None) -> Case:
     messages = copy.deepcopy(case.messages)
-    ids = iter(CALL_IDS * 4)
+    ids = cycle(CALL_IDS)  # a parsed output may hold any number of calls
     pending: list[str] = []
     for message in messages:
         if message.get("role") == "assistant":
             for call in message.get("tool_calls") or []:
+                if not isinstance(call, dict):  # a response template may parse calls as strings
+                    continue
                 call["id"] = next(ids)
                 pending.append(call["id"])
         elif message.get("role") == "tool" and pending:

@@ -201,7 +201,7 @@ def json_values(text: str, offset: int) -> list[tuple[int, int, Any]]:
             continue
         try:
             value, end = decoder.raw_decode(text, position)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than Python parses: not a call
             continue
         out.append((position, end, value))
     return out
@@ -213,7 +213,7 @@ def _same_arguments(value: Any, arguments: dict) -> bool:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return False
     return isinstance(value, dict) and _canonical(value) == _canonical(arguments)
 

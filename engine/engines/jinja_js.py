@@ -1,7 +1,7 @@
 """@huggingface/jinja (what transformers.js and the Hub's own pages render chat templates with), run
-under Node.js. The npm package is installed once into a cache folder (`.cache/engines/` in the
-repository, or `$PLAYGROUND_ENGINES_CACHE`); where Node.js or the package is missing, the engine is
-reported as not checked, never as a failure.
+under Node.js. `install` puts the npm package once into a cache folder (`.cache/engines/` in the
+repository, or `$PLAYGROUND_ENGINES_CACHE`); where Node.js or the package is missing, the engine
+is reported as not checked, never as a failure.
 
 One Node.js process renders a whole batch (starting it costs ~0.1 s); it is killed when it overruns
 its time, and its heap is capped."""
@@ -44,12 +44,19 @@ def _installed_version() -> str | None:
 
 
 def unavailable() -> str | None:
-    """Why this engine cannot run here (None when it can). Installs the package on first use."""
+    """Why this engine cannot run here (None when it can). Only looks: `install` runs npm, so a check
+    (in a worker, on a visitor's clock) never waits for an install."""
+    if shutil.which("node") is None:
+        return "not checked: Node.js not found"
+    if _installed_version() == VERSION:
+        return None
     with _lock:
-        key = str(cache_dir())
-        if key not in _status:
-            _status[key] = _prepare()
-        return _status[key]
+        failed = _status.get(str(cache_dir()))
+    if failed:
+        return failed
+    if shutil.which("npm") is None:
+        return f"not checked: {PACKAGE} is not installed and npm was not found"
+    return f"not checked: {PACKAGE} is not installed yet (the app's start, python -m engine check and .ci/run install it)"
 
 
 def _prepare() -> str | None:
@@ -82,8 +89,13 @@ def _prepare() -> str | None:
 
 
 def install() -> str | None:
-    """Install the package now (what `.ci/run` and the app's launch call); returns why not, or None."""
-    return unavailable()
+    """Install the package once per process (what `.ci/run`, the app's launch and `python -m engine
+    check` call); returns why it cannot run, or None."""
+    with _lock:
+        key = str(cache_dir())
+        if key not in _status:
+            _status[key] = _prepare()
+        return _status[key]
 
 
 def render(jobs: list[tuple[str, dict]], max_chars: int, timeout: float) -> list[tuple[str | None, str | None]]:

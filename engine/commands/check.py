@@ -16,10 +16,12 @@ from ..cases import Case, Recording
 from ..checks import CHECK_REGEX_PARSES, CheckReport, Location, run_checks
 from ..checks.regex_portability import value_start
 from ..diagnostics import Diagnostic, line_col
+from ..engines import jinja_js
+from ..hub.files import special_tokens_of
 from ..presets import load_preset
 from ..response_spec import key_offsets
 from ..workspace import run_preset_checks
-from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, json_object, positive_timeout, print_diagnostics, print_json, read_json, read_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,8 +57,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.random_splits < 0:
         raise UsageError("--random-splits must be 0 or more")
-    if args.timeout <= 0:
-        raise UsageError("--timeout must be more than 0")
+    positive_timeout(args.timeout)
+    # The other engines' renders need @huggingface/jinja: installed here, in this command's process
+    # (the workers that run the checks only look for it).
+    jinja_js.install()
     # The checks run in the killable worker: templates and regexes are untrusted code. The regexes get
     # at most half the time, so a backtracking one is named before the limit.
     options = {"random_splits": args.random_splits, "seed": args.seed, "tokenizer": _tokenizer(args.tokenizer),
@@ -150,13 +154,7 @@ def _response_template(text: str) -> tuple[str, tuple[int, int], dict[str, str]]
     assert start is not None  # the key exists: json.loads found it
     _, end = json.JSONDecoder().raw_decode(text, start)
     line, column = line_col(text, start)
-    tokens = {}
-    for key in ("bos_token", "eos_token", "pad_token", "unk_token"):
-        value = data.get(key)
-        value = value.get("content") if isinstance(value, dict) else value  # an AddedToken
-        if isinstance(value, str):
-            tokens[key] = value
-    return text[start:end], (line - 1, column - 1), tokens
+    return text[start:end], (line - 1, column - 1), special_tokens_of(data)
 
 
 def _shift_locations(report: CheckReport, shift: tuple[int, int]) -> CheckReport:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from ..draft import draft_response_template
+from ..hub.files import special_tokens_of
 from ..presets import load_preset
 from ..workspace import Workspace
 from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
@@ -39,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.timeout < 0:
+    if not args.timeout >= 0:  # NaN too
         raise UsageError("--timeout must be 0 or more")
     options: dict = {"timeout": args.timeout or None}
     if args.preset:
@@ -80,13 +81,9 @@ def run(args: argparse.Namespace) -> int:
 
 def special_tokens(value: str) -> dict[str, str]:
     """Special tokens from inline JSON, or from a tokenizer_config.json / special_tokens_map.json
-    (every `*_token` entry, plain or an AddedToken object)."""
+    (read as a Hub load reads them: every `*_token` entry, plain or an AddedToken object, and
+    `extra_special_tokens`)."""
     data = read_json(value) if Path(value).is_file() else json_object(value, "--special-tokens")
     if not isinstance(data, dict):
         raise UsageError(f"{value}: expected a JSON object")
-    tokens = {}
-    for key, token in data.items():
-        token = token.get("content") if isinstance(token, dict) else token
-        if key.endswith("_token") and isinstance(token, str):
-            tokens[key] = token
-    return tokens
+    return special_tokens_of(data)

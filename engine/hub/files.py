@@ -121,7 +121,7 @@ def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True
     if config is not None and config.get("response_template") is not None:
         value = config["response_template"]
         response_template = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    special_tokens = _special_tokens(config or {}, _json_file(texts, SPECIAL_TOKENS_MAP, diagnostics) or {})
+    special_tokens = special_tokens_of(config or {}, _json_file(texts, SPECIAL_TOKENS_MAP, diagnostics) or {})
     return TemplatesFound(chat_template, origin, response_template, special_tokens, diagnostics)
 
 
@@ -332,13 +332,13 @@ def _template_value(value: Any, path: str, diagnostics: list[Diagnostic]) -> Cha
     return None
 
 
-def _special_tokens(config: dict, special_tokens_map: dict) -> dict[str, str]:
+def special_tokens_of(config: dict, special_tokens_map: dict | None = None) -> dict[str, str]:
     """The special tokens a chat template reads (`bos_token`, `eos_token`, model-specific `*_token`):
     those `tokenizer.special_tokens_map` would hold. Values are strings or AddedToken dicts. As in
     transformers' `_from_pretrained`, a legacy special_tokens_map.json is read only when the config
     has no `added_tokens_decoder`, and then its values win over the config's."""
     tokens: dict[str, str] = {}
-    legacy = special_tokens_map if "added_tokens_decoder" not in config else {}
+    legacy = (special_tokens_map or {}) if "added_tokens_decoder" not in config else {}
     for source in (config, legacy):
         for key, value in source.items():
             if isinstance(value, dict):

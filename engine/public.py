@@ -91,16 +91,29 @@ class Policy:
         return None
 
 
+# IPv6 prefixes that carry an IPv4 address in their low 32 bits (NAT64, IPv4-compatible): a NAT64
+# gateway turns 64:ff9b::7f00:1 into 127.0.0.1.
+_EMBEDS_IPV4 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"),
+                ipaddress.IPv6Network("::/96"))
+
+
 def is_public_address(address: str) -> bool:
     """Whether an IP address is on the public internet (not loopback, private, link-local,
-    multicast, reserved, or an IPv4 address mapped into IPv6 that is one of those)."""
+    multicast, reserved), and so is any IPv4 address an IPv6 one carries (mapped, 6to4, NAT64,
+    IPv4-compatible)."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
         return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+    if not (ip.is_global and not ip.is_multicast):
+        return False
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour
+        if inner is None and any(ip in network for network in _EMBEDS_IPV4):
+            inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if inner is not None:
+            return inner.is_global and not inner.is_multicast
+    return True
 
 
 def _flag(name: str) -> bool | None:

@@ -76,7 +76,9 @@ def test_the_switch_and_the_owners_settings(public: pytest.MonkeyPatch) -> None:
     [("93.184.216.34", True), ("2606:4700::1111", True), ("127.0.0.1", False), ("10.1.2.3", False),
      ("172.16.0.1", False), ("192.168.1.1", False), ("169.254.169.254", False), ("100.64.0.1", False),
      ("0.0.0.0", False), ("::1", False), ("fe80::1%eth0", False), ("fd00::1", False), ("::ffff:127.0.0.1", False),
-     ("::ffff:10.0.0.1", False), ("224.0.0.1", False), ("not an address", False)],
+     ("::ffff:10.0.0.1", False), ("224.0.0.1", False), ("not an address", False),
+     # IPv6 addresses that carry a private IPv4 one: NAT64, 6to4, IPv4-compatible
+     ("64:ff9b::7f00:1", False), ("64:ff9b::a00:1", False), ("2002:7f00:1::1", False), ("::127.0.0.1", False)],
 )
 def test_public_addresses(address: str, public_: bool) -> None:
     assert is_public_address(address) is public_

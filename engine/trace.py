@@ -131,9 +131,9 @@ class Trace:
         # (literal delimiters cannot backtrack: then there is nothing to time, and no cost per chunk).
         self._budget = RegexBudget(regex_seconds)
         self._needs_budget = runs_author_regexes(self.template)
-        self._bounded = self._budget.active if self._needs_budget else lambda: NO_BUDGET
-        # Entered for every chunk fed: one context object for them all (a trace is fed one chunk at a time).
-        self._feeding = self._budget.active()
+        # Entered around every parser call (the prompt, each chunk, the end): one context object for
+        # them all, never nested (a trace is fed one chunk at a time).
+        self._bounded = self._budget.active() if self._needs_budget else NO_BUDGET
         self._parsed_prompt = ""
         self._offset = 0
         self.anchor_end = len(prompt)
@@ -157,7 +157,7 @@ class Trace:
         # pruned, as the parser's finalize() does, so the message so far looks like the final one.
         self._values: dict = copy.deepcopy(self.template.defaults)
         self.message: dict = dict(self._values)
-        with self._bounded():
+        with self._bounded:
             try:
                 self._start(prompt, tools)
             except RegexTimeout as e:
@@ -214,7 +214,7 @@ class Trace:
         text += chunk
         self._text = text
         if self._needs_budget:
-            with self._feeding:
+            with self._bounded:
                 return self._feed_parser(chunk, before)
         return self._feed_parser(chunk, before)
 
@@ -241,7 +241,7 @@ class Trace:
         if self._ended:
             self._pending = None
             return self._step([])
-        with self._bounded():
+        with self._bounded:
             try:
                 try:
                     message, events = self._parser.finalize()
@@ -519,6 +519,7 @@ class Trace:
             try:
                 step = parser.feed(character)
             except RegexTimeout:
+                self._text = full  # the segments still cover everything fed (see `_regex_stopped`)
                 raise
             except Exception as e:  # noqa: BLE001
                 self._text = full

@@ -169,6 +169,16 @@ def _source_order(node: nodes.Node) -> Iterator[nodes.Node]:
             yield from _source_order(child)
 
 
+def _nth_newline(text: str, n: int) -> int:
+    """The offset of the `n`-th newline of `text` (1-based), or len(text) when it has fewer."""
+    at = -1
+    for _ in range(n):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            return len(text)
+    return at
+
+
 class _Columns:
     """The column of each node's anchor token on one line: `.attr`, `['key']`, a name, `|filter`,
     `is test`; a call is placed on what it calls, anything else on its first anchored part."""
@@ -177,8 +187,13 @@ class _Columns:
         offsets: list[int] = []
         raw = list(_positioned(env, source, offsets))
         text = source.replace("\r\n", "\n").replace("\r", "\n")
-        self.tokens = [(kind, value, line_col(text, offsets[i])[1], self._before(raw, i)) for i, (ln, kind, value) in enumerate(raw)
-                       if kind != "whitespace" and line_col(text, offsets[i])[0] == line]  # fmt: skip
+        # The line's span, found once: counting newlines for every token would be quadratic on a
+        # large template (seconds at the size limit, inside the render's time limit).
+        start = 0 if line <= 1 else _nth_newline(text, line - 1) + 1
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        self.tokens = [(kind, value, offsets[i] - start + 1, self._before(raw, i)) for i, (_, kind, value) in enumerate(raw)
+                       if kind != "whitespace" and start <= offsets[i] <= end]  # fmt: skip
         self.column: dict[int, int] = {}
         used: dict[tuple, int] = {}
         for node in _source_order(ast):

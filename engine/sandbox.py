@@ -117,7 +117,9 @@ class Worker:
         watched.close()
         self._connection = parent
 
-    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float) -> Any:
+    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float, limit: float | None = None) -> Any:
+        """`function(**kwargs)` here, within `timeout` seconds; `limit` is the bound the caller was
+        given (named in the message; `timeout` may be what is left of it after waiting for a worker)."""
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
@@ -126,7 +128,7 @@ class Worker:
             # A fresh worker also waits here for the fork server (started once per process).
             if not self._connection.poll(max(timeout, 0)):
                 self.stop()
-                raise SandboxTimeout(f"took longer than {_seconds(timeout)}")
+                raise SandboxTimeout(f"took longer than {_seconds(timeout if limit is None else limit)}")
             try:
                 status, value = self._connection.recv()
             except (EOFError, OSError):
@@ -141,10 +143,6 @@ class Worker:
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
-
-    @property
-    def alive(self) -> bool:
-        return self._process is not None and self._process.is_alive()
 
     def stop(self) -> None:
         if self._process is not None:
@@ -226,7 +224,7 @@ class Pool:
         deadline = time.monotonic() + timeout
         worker = self._acquire(owner, deadline, timeout)
         try:
-            return worker.call(function, kwargs, deadline - time.monotonic())
+            return worker.call(function, kwargs, deadline - time.monotonic(), limit=timeout)
         finally:
             self._release(worker, owner)
 

@@ -10,7 +10,7 @@ import copy
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from .cases import Case, Recording, generation_start, render_case
+from .cases import Case, Recording, render_case
 from .checks import CheckReport, Sample, run_checks
 from .draft import Draft, draft_response_template
 from .presets import Preset, load_preset
@@ -143,11 +143,6 @@ class Workspace:
         generation prompt begins too, in the same call."""
         return render_case(self.chat_template, case or self.case, self.special_tokens, self.template_kwargs(),
                            timeout=timeout, owner=owner, with_generation_start=with_generation_start)
-
-    def generation_start(self, case: Case, prompt: str, timeout: float | None = None, owner: Any = None) -> int | None:
-        """Where the generation prompt begins in `prompt` (see `cases.generation_start`)."""
-        return generation_start(self.chat_template, case, prompt, self.special_tokens, self.template_kwargs(), timeout,
-                                owner)
 
     def run_checks(self, runs: list[Sample | tuple[Case, str]] | None = None, **options: Any) -> CheckReport:
         """Every check on this workspace: its cases, the recordings of those cases, and `runs`

@@ -242,6 +242,7 @@ _RISKY = regex.compile(r"\{\s*\d")  # a counted repeat: the one construct that m
 _LITERAL = regex.compile(r"(?:[^\\.^$*+?{}\[\]()|]|\\[^0-9A-Za-z]|\|)*")
 LITERAL_CHARS = 256
 _verdicts: OrderedDict[tuple[str, int], str | None] = OrderedDict()
+_verdicts_lock = threading.Lock()
 _VERDICTS_KEPT = 1024
 
 
@@ -263,9 +264,10 @@ def compile_problem(pattern: str, flags: int = 0) -> str | None:
     """Why `pattern` must not be compiled in this process (too slow or too big to compile), or None.
     Decided by compiling it in a fresh worker process that is thrown away afterwards; cached."""
     key = (pattern, flags)
-    if key in _verdicts:
-        _verdicts.move_to_end(key)
-        return _verdicts[key]
+    with _verdicts_lock:  # request threads share the cache
+        if key in _verdicts:
+            _verdicts.move_to_end(key)
+            return _verdicts[key]
     from . import sandbox
 
     if sandbox.IN_WORKER:  # already in a killable, memory-capped worker (the checks): compile here
@@ -282,9 +284,10 @@ def compile_problem(pattern: str, flags: int = 0) -> str | None:
     finally:
         worker.stop()
         _verdict_slots.release()
-    _verdicts[key] = problem
-    while len(_verdicts) > _VERDICTS_KEPT:
-        _verdicts.popitem(last=False)
+    with _verdicts_lock:
+        _verdicts[key] = problem
+        while len(_verdicts) > _VERDICTS_KEPT:
+            _verdicts.popitem(last=False)
     return problem
 
 

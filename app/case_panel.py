@@ -107,9 +107,9 @@ def rename_case(session: Session, case_name: str, form_case: str, **form: Any) -
     new_name = (case_name or "").strip()
     case = workspace.case
     if not new_name:
-        return {**show_case(workspace, "⚠ A case needs a name."), **forget_other_run(session)}
+        return show_case(workspace, "⚠ A case needs a name.")
     if new_name != case.name and workspace.find_case(new_name) is not None:
-        return {**show_case(workspace, f"⚠ There is already a case named “{new_name}”."), **forget_other_run(session)}
+        return show_case(workspace, f"⚠ There is already a case named “{new_name}”.")
     old = case.name
     workspace.cases[workspace.cases.index(case)] = replace(case, name=new_name)
     workspace.recordings = [replace(r, case=new_name) if r.case == old else r for r in workspace.recordings]
@@ -122,7 +122,7 @@ def delete_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]
     case = workspace.find_case(form_case) or workspace.case
     if len(workspace.cases) <= 1:
         _save(session, form_case, form)
-        return {**show_case(workspace, "⚠ The last case cannot be deleted; edit it instead."), **forget_other_run(session)}
+        return show_case(workspace, "⚠ The last case cannot be deleted; edit it instead.")
     index = workspace.cases.index(case)
     workspace.cases.remove(case)
     workspace.case_name = workspace.cases[min(index, len(workspace.cases) - 1)].name

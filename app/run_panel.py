@@ -75,8 +75,10 @@ def cleared_run(session: Session) -> dict[str, Any]:
 
 
 def forget_other_run(session: Session) -> dict[str, Any]:
-    """After a case switch: clear the run views when the last run belongs to another case."""
-    return cleared_run(session) if session.run_is_stale() else {}
+    """After a case switch: clear the run views when the last run belongs to another case (a run
+    after a template edit stays, marked stale)."""
+    run = session.last_run
+    return cleared_run(session) if run is not None and not run.same_case(session.workspace) else {}
 
 
 def request_stop(session: Session) -> bool:

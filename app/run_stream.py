@@ -170,6 +170,8 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         yield not_started([Diagnostic("error", "The response template has errors; fix them to run (its editor shows where).", "response_template")])
         return
     case = workspace.case
+    # What the run belongs to, as it starts: the author may edit while it streams (the run is then stale).
+    ran_with = run_key(workspace)
     rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
     if rendered.prompt is None:
         yield not_started([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics])
@@ -267,7 +269,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
             session.use_model_tokenizer()
     stream = _stream_value(view, trace, classes, prefix, errors_shown)
     expected_note = _expected_note(workspace, settings, trace.message, stopped)
-    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, run_key(workspace),
+    session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, ran_with,
                                ids=ids)
     session.touch()
     state = "stopped" if stopped else ("failed" if any(d.severity == "error" for d in problems) else "done")

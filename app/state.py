@@ -132,6 +132,10 @@ class LastRun:
         """Whether the workspace still has the templates and case this run ran with."""
         return self.ran_with == run_key(workspace)
 
+    def same_case(self, workspace: Workspace) -> bool:
+        """Whether the workspace's case is the one this run ran with (whatever the templates are now)."""
+        return self.ran_with[2:] == run_key(workspace)[2:]
+
 
 def run_key(workspace: Workspace) -> tuple:
     """What a run depends on: both templates and the case (its name and content)."""

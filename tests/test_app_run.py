@@ -281,3 +281,32 @@ def test_pace_zero_is_reported_as_an_instant_replay():
     assert "instant replay" in final.stats and "tokens/s" in final.stats
     paced = run_all(session(), RunSettings(recording="think then answer", tokens_per_second=500))[-1]
     assert "instant replay" not in paced.stats
+
+
+def test_an_edit_while_a_run_streams_leaves_that_run_stale():
+    """The run belongs to the templates it started with, not to what the editors hold when it ends."""
+    sess = session()
+    updates = stream_run(sess, RunSettings(recording="think then answer", tokens_per_second=0), interval=0)
+    next(updates)
+    sess.workspace.chat_template += "{# edited during the run #}"
+    list(updates)
+    assert sess.last_run is not None and sess.run_is_stale()
+
+
+def test_a_refused_case_action_after_a_template_edit_keeps_the_run():
+    """A template edit marks the run stale (it stays on screen); only another case clears it, and a
+    refused rename switches nothing."""
+    from app import case_panel as cases
+    from tests.test_app_support import form_values
+
+    sess = session()
+    run_all(sess, RunSettings(recording="think then answer", tokens_per_second=0))
+    sess.workspace.chat_template += "{# edited #}"
+    name = sess.workspace.case_name
+    out = cases.rename_case(sess, "", name, **form_values(sess))
+    assert "needs a name" in str(out) and sess.last_run is not None and sess.run_is_stale()
+    out = cases.select_case(sess, name, name, **form_values(sess))
+    assert sess.last_run is not None  # the same case: the run stays, stale
+    other = next(c.name for c in sess.workspace.cases if c.name != name)
+    out = cases.select_case(sess, other, name, **form_values(sess))
+    assert sess.last_run is None and out["stream"]  # another case: cleared

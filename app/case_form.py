@@ -63,11 +63,17 @@ class CaseForm:
 
     @classmethod
     def from_named(cls, values: dict[str, Any]) -> CaseForm:
-        """The form from a handler's keyword arguments (other names are ignored)."""
-        return cls({name: values.get(name) for name in FORM_FIELDS})
+        """The form from a handler's keyword arguments (other names are ignored). The page sends
+        text, booleans or nothing; anything else (an API caller's number or list) is read as its
+        text, so it becomes a message under the field rather than a crash."""
+        return cls({name: _plain(values.get(name)) for name in FORM_FIELDS})
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
+
+
+def _plain(value: Any) -> str | bool | None:
+    return value if value is None or isinstance(value, (str, bool)) else str(value)
 
 
 def _parse_json(text: str | None, what: str, *, allow_empty: bool) -> tuple[Any, Diagnostic | None]:

@@ -130,8 +130,8 @@ def sync(session: Session, chat_template: str | None, response_template: str | N
          form: dict[str, Any]) -> list[Diagnostic]:
     """Write the editors and the case form into the workspace; returns the case form's problems."""
     workspace = session.workspace
-    workspace.chat_template = chat_template if chat_template is not None else ""
-    workspace.response_template = response_template if response_template is not None else ""
+    workspace.chat_template = chat_template if isinstance(chat_template, str) else ""
+    workspace.response_template = response_template if isinstance(response_template, str) else ""
     return save_form(workspace, form_case, CaseForm.from_named(form))
 
 
@@ -156,13 +156,13 @@ def toggle_tokens(session: Session, show_tokens: bool, show_whitespace: bool) ->
 def edit_chat_template(session: Session, chat_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the chat template editor: only that editor's text travels (the session holds
     the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21."""
-    session.workspace.chat_template = chat_template if chat_template is not None else ""
+    session.workspace.chat_template = chat_template if isinstance(chat_template, str) else ""
     return refreshed(session, show_whitespace)
 
 
 def edit_response_template(session: Session, response_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the response template editor (see `edit_chat_template`)."""
-    session.workspace.response_template = response_template if response_template is not None else ""
+    session.workspace.response_template = response_template if isinstance(response_template, str) else ""
     return refreshed(session, show_whitespace)
 
 

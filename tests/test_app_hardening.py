@@ -252,3 +252,16 @@ def test_the_hub_status_is_escaped() -> None:
 
     shown = load_hub(session(), "<img src=x onerror=alert(1)>", "")
     assert "<img" not in shown["status"]
+
+
+def test_values_of_the_wrong_type_from_an_api_caller_are_messages_not_crashes():
+    """The edit events skip Gradio's preprocessing (speed), so a caller can send a number or a list
+    where the page sends text: each becomes a diagnostic where it belongs."""
+    from app.workbench import edit_chat_template
+    from tests.test_app_support import refresh_with, session
+
+    sess = session()
+    out = refresh_with(sess, messages=123, tools=["not", "text"])
+    assert 'class="diag error"' in out["case_diagnostics"]
+    out = edit_chat_template(sess, 42, False)
+    assert sess.workspace.chat_template == "" and "chat_diagnostics" in out

@@ -218,8 +218,8 @@ class Session:
     def claim(self, kind: str) -> bool:
         """Start an event of `kind` unless one is running for this session (then False: the caller
         answers at once instead of holding a server thread; one visitor's events never queue up)."""
-        self.touch()
         with _BUSY_LOCK:
+            self.touch()
             if kind in self.busy:
                 return False
             self.busy.add(kind)
@@ -232,8 +232,8 @@ class Session:
     def edited(self) -> bool:
         """An edit was synced: count it, and claim the refresh if none is running (False: the running
         refresh will render this edit when it ends, see `finished_refresh`)."""
-        self.touch()
         with _BUSY_LOCK:
+            self.touch()
             self.edits += 1
             if "refresh" in self.busy:
                 return False
@@ -272,7 +272,9 @@ def drop_idle(idle_seconds: float = IDLE_SECONDS) -> int:
     now = time.monotonic()
     dropped = 0
     for session in list(_live):
-        if now - session.last_used > idle_seconds and not session.busy and (session.last_run or session.last_prompt_html):
-            session.release()
-            dropped += 1
+        # Under the lock events claim a session with: none starts half-way through a release.
+        with _BUSY_LOCK:
+            if now - session.last_used > idle_seconds and not session.busy and (session.last_run or session.last_prompt_html):
+                session.release()
+                dropped += 1
     return dropped

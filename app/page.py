@@ -72,18 +72,17 @@ LAUNCH_OPTIONS: dict[str, Any] = {"css": CSS, "theme": THEME, "js": JS, "max_fil
                                   "state_session_capacity": SESSIONS_KEPT, "run_history": False}
 
 # What an edit re-derives: the diagnostics, the prompt and its info line, the saved state, the run note.
-REFRESH_OUTPUTS_NAMES = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info",
-                         "saved_code", "run_note")  # fmt: skip
+REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics", "prompt", "prompt_info", "saved_code",
+                   "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
         "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
 # ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
-WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS_NAMES)
+WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS)
 # What a case action updates.
 CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
-# What an edit re-derives.
+# What the refresh after an edit reads.
 REFRESH_INPUTS = ("session", "chat_template", "response_template", "form_case", "show_whitespace", *FORM_FIELDS)
-REFRESH_OUTPUTS = REFRESH_OUTPUTS_NAMES
 # The editors and the case form: what most buttons save before they act.
 EDITED = ("session", "chat_template", "response_template", "form_case", *FORM_FIELDS)
 

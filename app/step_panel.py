@@ -38,14 +38,15 @@ def step_view(session: Session, position: float) -> str:
     run = session.last_run
     if run is None:
         return EMPTY
-    total = len(run.chunks)
+    chunks = run.chunks
+    total = len(chunks)
     k = max(0, min(int(position or 0), total + 1))
     trace = Trace(run.response_spec, prompt=run.prompt, tools=run.tools)
     classes = field_classes(trace.template.fields)
     events = EventsView("step", classes)
     events.add(trace.initial_events, source="prompt")
     latest: list[dict] = []
-    for index, chunk in enumerate(run.chunks[: min(k, total)]):
+    for index, chunk in enumerate(chunks[: min(k, total)]):
         step = trace.feed(chunk)
         if index == k - 1:
             latest = step.events
@@ -65,7 +66,7 @@ def step_view(session: Session, position: float) -> str:
     elif k == 0:
         head = "<b>Before the first chunk</b>: only what the prompt opened."
     else:
-        chunk = run.chunks[k - 1]
+        chunk = chunks[k - 1]
         ids = run.chunk_ids(k - 1)
         id_text = (f' · token id{"s" if len(ids) > 1 else ""} <code class="token-ids">{" ".join(map(str, ids))}</code>'
                    if ids else "")

@@ -80,27 +80,27 @@ def apply_draft(session: Session, response_template: str) -> dict[str, Any]:
     if session.draft is None:
         return {"draft_status": '<div class="status-note">Nothing to apply: draft first.</div>'}
     session.draft_undo = response_template if response_template is not None else ""
-    session.workspace.response_template = session.draft
-    session.draft = None
-    return {
-        "response_template": session.workspace.response_template,
-        "draft_box": gr.update(visible=False),
-        "draft_undo": gr.update(visible=True),
-        "draft_status": '<div class="status-note">The draft is in the editor. “Undo the draft” puts your previous response template back.</div>',
-    }
+    text, session.draft = session.draft, None
+    return _in_editor(session, text, undo=True,
+                      note="The draft is in the editor. “Undo the draft” puts your previous response template back.")
 
 
 def undo_draft(session: Session) -> dict[str, Any]:
     """"Undo": the response template as it was before the draft was applied."""
     if session.draft_undo is None:
         return {"draft_undo": gr.update(visible=False)}
-    session.workspace.response_template = session.draft_undo
-    session.draft_undo = None
+    text, session.draft_undo = session.draft_undo, None
+    return _in_editor(session, text, undo=False, note="Your previous response template is back.")
+
+
+def _in_editor(session: Session, text: str, undo: bool, note: str) -> dict[str, Any]:
+    """Put `text` in the response template editor, the draft box closed, Undo shown or not."""
+    session.workspace.response_template = text
     return {
-        "response_template": session.workspace.response_template,
+        "response_template": text,
         "draft_box": gr.update(visible=False),
-        "draft_undo": gr.update(visible=False),
-        "draft_status": '<div class="status-note">Your previous response template is back.</div>',
+        "draft_undo": gr.update(visible=undo),
+        "draft_status": f'<div class="status-note">{note}</div>',
     }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate
 
 from ..cases import Case
+from ..engines import context_for
 from ..render import RenderResult, render
 from ..response_spec import locate
 from .results import Location
@@ -84,6 +85,12 @@ class CheckContext:
             template_kwargs={**self.template_kwargs, **case.template_kwargs},
             special_tokens={**self.special_tokens, **case.special_tokens},
         )
+
+    def variables(self, case: Case) -> dict:
+        """The variables `render` hands the template for `case`, as plain JSON data (what the other
+        engines render with: `engines.context_for`)."""
+        kwargs = {**self.special_tokens, **case.special_tokens, **self.template_kwargs, **case.template_kwargs}
+        return context_for(case.messages, case.tools, case.documents, case.add_generation_prompt, kwargs)
 
     def prompt_for(self, sample: Sample) -> RenderResult:
         if sample.prompt is not None:

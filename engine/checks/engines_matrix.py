@@ -8,7 +8,7 @@ The matrix is `{engine: {case: {"status", "details", ...}}}` (`check --json` pri
 
 from __future__ import annotations
 
-from ..engines import ENGINES, LABELS, EngineOutput, context_for, render_all
+from ..engines import ENGINES, LABELS, EngineOutput, render_all
 from ..diagnostics import line_col
 from ..text import first_difference, show_difference
 from .context import CheckContext
@@ -24,12 +24,7 @@ def engine_matrix(ctx: CheckContext, engines: tuple[str, ...] = ENGINES) -> tupl
     for case in ctx.cases:
         rendered = ctx.render(case, continue_final_message=False)
         references.append((case.name, rendered.prompt))
-        contexts.append(
-            context_for(
-                case.messages, case.tools, case.documents, case.add_generation_prompt,
-                {**ctx.special_tokens, **case.special_tokens, **ctx.template_kwargs, **case.template_kwargs},
-            )
-        )  # fmt: skip
+        contexts.append(ctx.variables(case))
     outputs = render_all(ctx.chat_template, contexts, engines) if contexts else {e: [] for e in engines}
     matrix: dict[str, dict[str, dict]] = {}
     results = []

@@ -10,7 +10,6 @@ from typing import Any
 
 from jinja2 import nodes
 
-from ..engines import context_for
 from ..transformers_compat import plain_data
 from .context import CheckContext
 from .jinja_analysis import TokenIndex, describe_node, environment, lex, parse
@@ -171,8 +170,7 @@ def printed_structures(ctx: CheckContext) -> list[CheckResult]:
     except Exception:  # noqa: BLE001 - a template that does not compile is reported as a diagnostic
         return []
     for case in ctx.cases:
-        variables = context_for(case.messages, case.tools, case.documents, case.add_generation_prompt,
-                                {**ctx.special_tokens, **case.special_tokens, **ctx.template_kwargs, **case.template_kwargs})  # fmt: skip
+        variables = ctx.variables(case)
         try:
             template.render(**variables)
         except Exception:  # noqa: BLE001 - render errors are the round-trip checks' to report

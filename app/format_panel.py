@@ -56,10 +56,16 @@ def build_format_panel() -> dict[str, Any]:
 
 
 def search_formats(format_search: str) -> dict[str, Any]:
-    """Typing in the search: the picker lists only the formats it finds."""
+    """Typing in the search: the picker lists only the formats it finds, and says how many."""
     choices = format_choices(format_search)
-    note = "" if choices else '<div class="status-note">No format matches; try a model name or a delimiter.</div>'
-    return {"format_picker": gr.update(choices=choices, value=None), "format_status": note}
+    if not choices:
+        note = "No format matches; try a model name or a delimiter."
+    elif isinstance(format_search, str) and format_search.strip():
+        note = f"{len(choices)} of {len(load_formats())} formats match: pick one below."
+    else:
+        note = ""
+    return {"format_picker": gr.update(choices=choices, value=None),
+            "format_status": f'<div class="status-note" id="format-count">{note}</div>' if note else ""}
 
 
 def _format(name: Any) -> tuple[Format | None, str]:

@@ -28,6 +28,10 @@ def test_the_search_finds_formats_by_model_delimiter_and_family() -> None:
     assert [name for _, name in format_choices("MISTRAL call_id")] == ["mistral-small-3.2"]  # every word, any case
     empty = search_formats("no such format anywhere")
     assert empty["format_picker"]["choices"] == [] and "No format matches" in empty["format_status"]
+    found = search_formats("Qwen2.5")
+    assert found["format_picker"]["choices"] == format_choices("Qwen2.5")
+    assert f"1 of {len(load_formats())} formats match" in found["format_status"]
+    assert search_formats("")["format_status"] == "" and search_formats(42)["format_status"] == ""  # type: ignore[arg-type]
     assert len(format_choices(None)) == len(load_formats()) and format_choices("x" * 10_000) == []  # type: ignore[arg-type]
 
 

@@ -11,7 +11,7 @@ import io
 import json
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 
@@ -283,8 +283,7 @@ def _check_chat_template(chat_template: ChatTemplate | None) -> list[Diagnostic]
         except Exception as e:  # noqa: BLE001 - the author's template, the author's error to see
             error = template_error(e, text)
             if name is not None and name != "default":
-                error = Diagnostic(error.severity, f"In the template named {name!r}: {error.message}", error.source,
-                                   error.line, error.column, error.snippet, error.hint)
+                error = replace(error, message=f"In the template named {name!r}: {error.message}")
             problems.append(error)
     return problems
 

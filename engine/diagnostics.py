@@ -19,7 +19,8 @@ class Diagnostic:
     the offending line as a snippet, and a hint that says how to fix it. `span` is a character
     range in the model output for problems found while tracing (the region that failed).
     `end_column` is the column just after the offending token, when the problem is one token (an
-    unknown filter's name), so an editor can mark exactly it."""
+    unknown filter's name), so an editor can mark exactly it. `file` names the file of a model
+    folder the line is in, when that is not the source's own editor (`tokenizer_config.json`)."""
 
     severity: Severity
     message: str
@@ -30,6 +31,7 @@ class Diagnostic:
     hint: str | None = None
     span: tuple[int, int] | None = None
     end_column: int | None = None
+    file: str | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)

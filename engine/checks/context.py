@@ -44,7 +44,7 @@ class CheckContext:
     chat_template: str
     response_text: str
     spec: dict
-    template: ResponseTemplate
+    template: ResponseTemplate | None  # None: a chat template alone, no response template yet
     cases: list[Case]
     samples: list[Sample]
     special_tokens: dict = field(default_factory=dict)

@@ -305,13 +305,13 @@ def _json_file(texts: dict[str, str | None], path: str, diagnostics: list[Diagno
     except json.JSONDecodeError as e:
         line, column = line_col(text, e.pos)
         diagnostics.append(Diagnostic("error", f"{path} is not valid JSON: {e.msg}.", "hub", line=line, column=column,
-                                      snippet=line_text(text, line)))
+                                      snippet=line_text(text, line), file=path))
         return None
     except RecursionError:
         diagnostics.append(too_deep("hub", path))
         return None
     if not isinstance(data, dict):
-        diagnostics.append(Diagnostic("error", f"{path} should hold a JSON object.", "hub"))
+        diagnostics.append(Diagnostic("error", f"{path} should hold a JSON object.", "hub", file=path))
         return None
     if problems := check_value(data, "hub", path, text):  # too deep, or text that is not valid Unicode
         diagnostics += problems
@@ -327,7 +327,7 @@ def _template_value(value: Any, path: str, diagnostics: list[Diagnostic]) -> Cha
                                        and isinstance(t.get("template"), str) for t in value):
         return {t["name"]: t["template"] for t in value}
     diagnostics.append(Diagnostic("error", f"The chat_template in {path} is neither a string nor a list of "
-                                  '{"name": ..., "template": ...}.', "hub"))
+                                  '{"name": ..., "template": ...}.', "hub", file=path))
     return None
 
 

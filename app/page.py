@@ -184,6 +184,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
@@ -192,6 +193,7 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
     workspace, problems = from_files(session.workspace, paths)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 

@@ -13,7 +13,7 @@ import gradio as gr
 from engine.diagnostics import Diagnostic
 from engine.public import policy
 from engine.tokens import (TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens,
-                           read_special_tokens, special_tokens_text)
+                           read_special_tokens, special_tokens_for, special_tokens_text)
 
 from .highlight import diagnostics_html, esc, visible_ws
 from .state import Session
@@ -59,6 +59,13 @@ def _loaded(session: Session, loaded: Any, problems: list[Diagnostic]) -> dict[s
     if loaded is not None:
         session.set_tokenizer(loaded)  # its special tokens are the templates' now
     return {"tokenizer_status": status_html(session, problems), **special_tokens_shown(session)}
+
+
+def keep_tokenizer_tokens(session: Session, workspace: Any) -> None:
+    """Templates loaded while this session has a tokenizer: its special tokens still win over those
+    the template files declare (engine.tokens.special's rule, as when the tokenizer was loaded)."""
+    if session.tokenizer is not None:
+        workspace.special_tokens = special_tokens_for(session.tokenizer.files.special_tokens, workspace.special_tokens)
 
 
 def special_tokens_shown(session: Session) -> dict[str, Any]:

@@ -118,6 +118,12 @@ def test_every_way_the_page_loads_a_tokenizer_brings_its_special_tokens(tmp_path
     out = tokens.edit_special_tokens(model, '{"bos_token": "[B]", "eos_token": "<eos>"}')
     assert out["special_tokens_diagnostics"] == "" and model.workspace.special_tokens["bos_token"] == "[B]"
     assert build_prompt_view(model, show_whitespace=False).prompt.startswith("[B]<start_of_turn>")
+    # Templates loaded from files afterwards: the tokenizer's tokens still win over theirs.
+    from app.page import load_files
+
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"chat_template": GEMMA_TEMPLATE, "bos_token": "<s>"}))
+    load_files(local, [str(tmp_path / "tokenizer_config.json")])
+    assert local.workspace.special_tokens["bos_token"] == "<bos>" and local.workspace.chat_template == GEMMA_TEMPLATE
     bad = tokens.edit_special_tokens(model, '{"bos_token": 1,}')
     assert "line 1" in bad["special_tokens_diagnostics"] and model.workspace.special_tokens["bos_token"] == "[B]"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,6 @@ class ModelInputs:
     tokenizer: TokenizerFiles | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
     origins: dict[str, Origin] = field(default_factory=dict)
-    folder: Path | None = None
     explicit_tokens: dict[str, Any] | None = None  # --special-tokens
     _chat_origin: Any = None  # how to find the origin of one named template
 
@@ -134,18 +133,18 @@ def add_model_inputs(parser: argparse.ArgumentParser, *, chat_template: bool = T
                         help="a tokenizer.json, or a folder with one (default: the model folder's)")
 
 
-def read_model_inputs(args: argparse.Namespace) -> ModelInputs:
-    """Everything `add_model_inputs` describes, read: the folder first, then the files and flags
-    that override it. A file that cannot be read at all is a usage error; what is wrong inside a
-    folder's files is a diagnostic with its file and line."""
+def read_model_inputs(args: argparse.Namespace, *, folder_tokenizer: bool = True) -> ModelInputs:
+    """Everything `add_model_inputs` describes, read: the folder first (its tokenizer.json too, unless
+    `folder_tokenizer` is off), then the files and flags that override it. A file that cannot be
+    read at all is a usage error; what is wrong inside a folder's files is a diagnostic with its
+    file and line."""
     inputs = ModelInputs()
     found_tokens: dict[str, Any] = {}
-    folder = getattr(args, "model", None)
-    if folder is not None:
-        inputs.folder = Path(folder)
-        if not inputs.folder.is_dir():
+    if getattr(args, "model", None) is not None:
+        folder = Path(args.model)
+        if not folder.is_dir():
             raise UsageError(f"{folder} is not a folder (a model folder holds chat_template.jinja, tokenizer_config.json, …)")
-        found_tokens = _read_folder(inputs, inputs.folder)
+        found_tokens = _read_folder(inputs, folder, folder_tokenizer)
     if getattr(args, "chat_template", None):
         text = read_text(args.chat_template)
         inputs.chat_template, inputs._chat_origin = text, lambda name, path=args.chat_template: Origin(path)
@@ -166,7 +165,7 @@ def read_model_inputs(args: argparse.Namespace) -> ModelInputs:
     return inputs
 
 
-def _read_folder(inputs: ModelInputs, root: Path) -> dict[str, Any]:
+def _read_folder(inputs: ModelInputs, root: Path, with_tokenizer: bool) -> dict[str, Any]:
     """The folder's templates, tokenizer and problems into `inputs`; the special tokens its template
     files declare."""
     loaded = load_folder(root)
@@ -181,10 +180,9 @@ def _read_folder(inputs: ModelInputs, root: Path) -> dict[str, Any]:
             "error", f"No chat template in {root}: it has no chat_template.jinja, no chat_template in "
             "tokenizer_config.json and no chat_template.json.", "chat_template", file=str(root / where),
             hint="A model folder as save_pretrained writes it holds chat_template.jinja; or name one with --chat-template."))
-    elif loaded.origin == "chat_template.jinja":
-        inputs._chat_origin = lambda name: Origin(str(root / (CHAT_TEMPLATE_FILE if name in (None, "default") or
-                                                                isinstance(loaded.chat_template, str)
-                                                                else f"{CHAT_TEMPLATE_DIR}/{name}.jinja")))
+    elif loaded.origin == "chat_template.jinja":  # a named template other than default has its own file
+        inputs._chat_origin = lambda name: Origin(str(root / (
+            CHAT_TEMPLATE_FILE if name in (None, "default") else f"{CHAT_TEMPLATE_DIR}/{name}.jinja")))
     else:
         text = texts[loaded.origin]
         inputs._chat_origin = lambda name: _json_value_origin(str(root / loaded.origin), text, "chat_template", name)
@@ -193,18 +191,15 @@ def _read_folder(inputs: ModelInputs, root: Path) -> dict[str, Any]:
         if origin.start is not None:
             inputs.response_template = response
             inputs.origins["response_template"] = origin
-    if (root / TOKENIZER_JSON).is_file():
+    if with_tokenizer and (root / TOKENIZER_JSON).is_file():
         files, problems = read_tokenizer_path(root, allow_paths=True)
         inputs.tokenizer = files
         inputs.diagnostics += [_in_folder(d, root) for d in problems]
         inputs.origins["tokenizer"] = Origin(str(root / TOKENIZER_CONFIG))
-    inputs.origins["folder"] = Origin(str(root))
     return loaded.special_tokens
 
 
 def _in_folder(diagnostic: Diagnostic, root: Path) -> Diagnostic:
-    from dataclasses import replace
-
     return replace(diagnostic, file=str(root / diagnostic.file)) if diagnostic.file else diagnostic
 
 

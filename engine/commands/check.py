@@ -8,7 +8,7 @@ and the checks that need one say so. Exit codes: 0 every check passes (warnings 
 --strict; notes never count), 1 a check fails or an input has errors, 2 bad usage. `--format json`
 (or `--json`) prints {"checks": [{"name", "status", "details", "location", "subject", "intended"}],
 "diagnostics": [...], "engines": {engine: {case: {"status", "details"}}}}; `--format github` prints
-GitHub Actions annotations (engine.commands.annotations)."""
+GitHub Actions annotations (engine/commands/_annotations.py)."""
 
 from __future__ import annotations
 
@@ -77,9 +77,8 @@ def run(args: argparse.Namespace) -> int:
     if args.model is None and not args.chat_template:
         raise UsageError("give a model folder, --chat-template FILE, or --preset NAME")
     inputs = read_model_inputs(args)
-    origins = dict(inputs.origins)
     chat_template = inputs.one_chat_template(args.template_name)
-    origins.update(inputs.origins)
+    origins = dict(inputs.origins)
     if args.cases:
         origins["case"] = Origin(args.cases)
     if chat_template is None:  # a folder without one: a located diagnostic, not a usage error

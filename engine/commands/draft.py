@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+
 from ..draft import draft_response_template
 from ..presets import load_preset
 from ..workspace import Workspace
@@ -78,5 +79,5 @@ def run(args: argparse.Namespace) -> int:
         for check in draft.checks:
             if check.status == "fail":
                 print(f"    {check}", file=sys.stderr)
-    print_diagnostics(draft.diagnostics)
+    print_diagnostics([*inputs.diagnostics, *draft.diagnostics])  # a model folder's own problems too
     return 0 if draft.response_template is not None else 1

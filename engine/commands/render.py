@@ -9,6 +9,7 @@ import sys
 
 from .. import limits
 from ..cases import Case, render_case
+from ..diagnostics import has_errors
 from ..render import select_template
 from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json
 from ._model_inputs import add_model_inputs, read_model_inputs
@@ -46,9 +47,10 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise UsageError(str(e)) from None
     result = render_case(template, case, inputs.special_tokens, timeout=timeout)
+    result.diagnostics = [*inputs.diagnostics, *result.diagnostics]  # a model folder's own problems too
     if args.json:
         print_json(result.to_dict())
     elif result.ok:
         sys.stdout.write(result.prompt)
     print_diagnostics(result.diagnostics)
-    return 0 if result.ok else 1
+    return 0 if result.ok and not has_errors(result.diagnostics) else 1

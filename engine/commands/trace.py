@@ -53,7 +53,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--chunk-size must be at least 1")
     if args.model is None and not args.response_template:
         raise UsageError("give a model folder or --response-template FILE")
-    inputs = read_model_inputs(args)
+    inputs = read_model_inputs(args, folder_tokenizer=False)  # only --tokenizer cuts the output in tokens
+    if inputs.response_template is None and inputs.diagnostics:  # the folder's tokenizer_config.json is broken
+        print_diagnostics(inputs.diagnostics)
+        return 1
     if inputs.response_template is None:
         raise UsageError(f"{args.model} has no response template (tokenizer_config.json has no \"response_template\"); "
                          "draft one with: python -m engine draft " + args.model)

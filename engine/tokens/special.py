@@ -69,12 +69,14 @@ def vocabulary_problems(tokenizer_json: Any, config_text: str | None, tokens: di
     added = tokenizer_json.get("added_tokens")
     if isinstance(added, list):
         known.update(t["content"] for t in added if isinstance(t, dict) and isinstance(t.get("content"), str))
-    offsets = key_offsets(config_text) if config_text else {}
-    problems = []
+    problems: list[Diagnostic] = []
     size = len(known)
+    offsets: dict[tuple, int] | None = None
     for name, value in tokens.items():
         if not isinstance(value, str) or not value or value in known:
             continue
+        if offsets is None:  # located only when something is missing (a config can be megabytes)
+            offsets = key_offsets(config_text) if config_text else {}
         offset = offsets.get((name,))
         if offset is None and (extra := offsets.get(("extra_special_tokens", name))) is not None:
             offset = extra

@@ -77,7 +77,7 @@ REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics
                    "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
-        "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+        "publish_repo", "publish_revision", *runs.RUN_VIEWS, *tokens.SPECIAL_SHOWN)  # fmt: skip
 # ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
 WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS)
 # What a case action updates.
@@ -163,6 +163,7 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
         **runs.cleared_run(session),
+        **tokens.special_tokens_shown(session),
     }
 
 
@@ -184,6 +185,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
@@ -192,6 +194,7 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
     workspace, problems = from_files(session.workspace, paths)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 
@@ -365,13 +368,17 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     ui.on(ui["show_tokens"].input, toggle_tokens, ["session", "show_tokens", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     # A tokenizer for this session: then the prompt shows (and counts) its tokens.
+    # Its special tokens become the templates' (the field shows them; editing it overrides them).
+    loaded = ["tokenizer_status", *tokens.SPECIAL_SHOWN]
     then_refresh(ui.on(ui["tokenizer_hub"].click, tokens.load_from_hub, ["session", "tokenizer_repo", "hub_revision"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_upload"].upload, tokens.load_from_upload, ["session", "tokenizer_upload"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_folder_load"].click, tokens.load_from_folder, ["session", "tokenizer_folder"],
-                       ["tokenizer_status"], concurrency_limit=4))
-    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], ["tokenizer_status"]))
+                       loaded, concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], loaded))
+    then_refresh(ui.on(ui["special_tokens"].input, tokens.edit_special_tokens, ["session", "special_tokens"],
+                       ["special_tokens_diagnostics"], trigger_mode="always_last", **quiet))
 
     case_state = ["session", "form_case", *FORM_FIELDS]
     then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))

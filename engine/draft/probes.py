@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..content_parts import as_parts
 from ..diagnostics import Diagnostic
 from ..render import render
 from ..transformers_compat import template_variables
@@ -78,6 +79,7 @@ class Context:
     kwargs: dict
     thinking: bool = True
     last_sentinel: str = USER  # the text of the last message, after which the prompt's tail starts
+    parts: bool = False  # messages' text given as content parts (a template that reads only parts)
 
 
 @dataclass
@@ -205,6 +207,12 @@ def render_turns(
             return _render_adapted(chat_template, messages, context, generation, special_tokens)
 
         prompt, adapted = draw(context.messages, True)
+        if prompt.ok and context.last_sentinel not in prompt.prompt:
+            # A template that reads content only as parts (SmolVLM's) drops text given as a string:
+            # the conversation and every probe as text parts.
+            parted, _ = draw([as_parts(m) for m in context.messages], True)
+            if parted.ok and context.last_sentinel in parted.prompt:
+                context.messages, context.parts, prompt = [as_parts(m) for m in context.messages], True, parted
         if not prompt.ok:
             failures += [Failure(p, _first(prompt.diagnostics)) for p in probes]
             continue
@@ -220,7 +228,7 @@ def render_turns(
             continue
         tail = prompt.prompt[at + len(context.last_sentinel) :]
         for probe in probes:
-            messages = [*context.messages, probe.message]
+            messages = [*context.messages, as_parts(probe.message) if context.parts else probe.message]
             history, adapted = draw(messages, False)
             if not history.ok:
                 failures.append(Failure(probe, _first(history.diagnostics)))

@@ -109,6 +109,9 @@ def test_annotations_point_into_the_authors_files(cli, tmp_path):
     assert result.returncode == 1
     assert (f"::error file={folder}/tokenizer_config.json,line={line},col={column},endColumn={column + 8},"
             "title=chat template::Jinja compile error: No filter named 'badfilter'.") in result.stdout
+    # The checks it stops are one annotation with no place, naming every family, not one copy each.
+    unplaced = [row for row in result.stdout.splitlines() if row.startswith("::error title=")]
+    assert len(unplaced) == 1 and "round_trip%2C streaming%2C" in unplaced[0] and "Not run" in unplaced[0]
     # A chat lint in chat_template.jinja, at its own line; a response lint in tokenizer_config.json, at the file's line.
     folder = model_folder(tmp_path / "model")
     (folder / "chat_template.jinja").write_text((CHATML / "chat_template.jinja").read_text().replace(
@@ -176,4 +179,5 @@ def test_check_on_a_folder_in_a_real_process(tmp_path):
     folder = model_folder(tmp_path / "model", response_template=False)
     result = engine_process("check", folder, "--format", "github", "--strict")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "::notice title=round_trip::Not run: there is no response template yet" in result.stdout
+    assert "::notice title=round_trip%2C streaming%2C response_lint::Not run: there is no response template yet" \
+        in result.stdout

@@ -61,6 +61,10 @@ def _where(source: str, line: int | None, column: int | None, end: int | None, f
 def github_annotations(report: CheckReport, origins: dict[str, Origin]) -> list[str]:
     """Every finding of a report (not the passes) and every diagnostic, as workflow commands."""
     lines = []
+    # Findings with no place and the same words (every family "Not run: the chat template has
+    # errors") are one annotation naming them all: GitHub lists unplaced annotations at the top of
+    # the run, where six copies of one sentence hide the finding that has a place.
+    unplaced: dict[tuple[str, str], list[str]] = {}
     for result in report.checks:
         if result.status == "pass":
             continue
@@ -68,7 +72,11 @@ def github_annotations(report: CheckReport, origins: dict[str, Origin]) -> list[
         file, line, column, _ = _where(location.source, location.line, location.column, None, None, origins) \
             if location is not None else (None, None, None, None)
         title = result.name + (f" [{result.subject}]" if result.subject else "")
+        if file is None:
+            unplaced.setdefault((LEVELS[result.status], result.details), []).append(title)
+            continue
         lines.append(annotation(LEVELS[result.status], result.details, file=file, line=line, column=column, title=title))
+    lines += [annotation(level, details, title=", ".join(titles)) for (level, details), titles in unplaced.items()]
     lines += [diagnostic_annotation(d, origins) for d in report.diagnostics]
     return lines
 

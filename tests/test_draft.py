@@ -189,6 +189,30 @@ def test_reasoning_with_nothing_marking_its_start_is_left_out() -> None:
     assert "lands in another field" in " ".join(report.notes)
 
 
+# Gemma-style turns: the model's turn ends at <end_of_turn>, the template writes "\n" after it, and the
+# eos token is another one, so the probe outputs go on past the close.
+GEMMA_STYLE = (
+    "{{ bos_token }}{%- for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n"
+    "{{ m.content }}<end_of_turn>\n{% endfor %}{%- if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+@pytest.mark.parametrize("close", ["<end_of_turn>", "<|end|>"])
+def test_text_after_the_close_does_not_replace_the_content(close: str) -> None:
+    template = GEMMA_STYLE.replace("<end_of_turn>", close)
+    draft = draft_response_template(template, {"bos_token": "<bos>", "eos_token": "<eos>"})
+    content = draft.response_template["fields"]["content"]
+    assert content["close"] == close and content["repeats"] is True and content["join"] == ""
+    assert draft.report("content").status == "verified"
+    assert f"writes '\\n' after {close!r}" in " ".join(draft.report("content").notes)
+    assert all(c.status == "pass" for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
+    prompt = render(template, [{"role": "user", "content": "Hi"}], add_generation_prompt=True,
+                    special_tokens={"bos_token": "<bos>"}).prompt  # fmt: skip
+    # A model run without the close as a stop token writes the separator too; the answer survives it.
+    for output in (f"Hello there.{close}", f"Hello there.{close}\n"):
+        assert parse_response(output, draft.response_template, prefix=prompt) == {"role": "assistant", "content": "Hello there."}
+
+
 def test_a_template_that_does_not_render_gives_no_draft_and_a_diagnostic() -> None:
     draft = draft_response_template("{% for m in messages %}{{ m.content }", {}, checks=False)
     assert draft.response_template is None and draft.text == ""

@@ -14,7 +14,7 @@ from . import commands
 from .commands import UsageError
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
-ORDER = ["render", "trace", "run", "check", "draft", "publish"]
+ORDER = ["render", "trace", "run", "check", "draft", "formats", "publish"]
 
 
 def command_names() -> list[str]:

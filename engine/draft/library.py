@@ -1,0 +1,262 @@
+"""Candidates from the format library (engine.formats): a format whose call texts appear in what the
+template renders (the tool instructions, the generation prompts, the history) lends the draft its
+tool-call field, and its reasoning field when the history shows none but the prompt writes that
+format's tags. The draft keeps what it read off the history for the rest (where the turn starts and
+ends: that is the template's, not the format's).
+
+Candidates are verified, never trusted: each is parsed on the history probes, the instruction's
+example and the format's own examples (real model outputs, each with the message it must parse to),
+and only one that parses them is offered."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field, replace
+from functools import cache
+
+import regex
+from transformers.utils.chat_parsing import parse_response
+
+from ..checks.round_trip import normalise_message
+from ..formats import Format, FormatExample, load_format, load_formats
+from .probes import CALL_NAMES, FIELDS, Turn
+from .told import Example, Told, call_example
+from .verify import expected_message
+
+# Literal pieces shorter than this say nothing about a format (`{`, `">`).
+_MIN_PIECE = 3
+_REGEX_SPECIAL = set("()[]{}*+?|.^$")
+
+
+@dataclass
+class Candidate:
+    """The draft with a format's fields in it, and what it parses: `probes` (history probes that show
+    calls: parsed back, shown), `examples` (the format's examples that apply here: parsed, applying),
+    the instruction's `example`, and where the format's texts were seen."""
+
+    format: Format
+    spec: dict
+    taken: tuple[str, ...]
+    seen: tuple[str, ...]
+    signature: int
+    example: Example | None = None
+    probes: tuple[int, int] = (0, 0)
+    examples: tuple[int, int] = (0, 0)
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def told(self) -> bool:
+        """The tool instructions show this format's call (their example parses with it)."""
+        return self.example is not None and self.example.parses
+
+    @property
+    def verifies(self) -> bool:
+        """Every format example that applies here parses to its message (at least one with calls), and
+        the instruction's example, when there is one, parses."""
+        parsed, applying = self.examples
+        return applying > 0 and parsed == applying and (self.example is None or self.example.parses)
+
+    @property
+    def history_agrees(self) -> bool:
+        parsed, shown = self.probes
+        return shown > 0 and parsed == shown
+
+    def rank(self) -> tuple:
+        parsed, shown = self.probes
+        return (self.verifies, self.told, self.history_agrees, parsed, self.examples[0], self.signature)
+
+
+def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told) -> list[Candidate]:
+    """Every library format whose call texts appear in what the template renders, grafted into the
+    draft `spec` and verified, best first."""
+    if spec is None:
+        return []
+    history = "\n".join(t.output for t in turns if t.probe.message.get("tool_calls"))
+    out = []
+    for fmt in load_formats():
+        calls = fmt.response_template.get("fields", {}).get("tool_calls")
+        if calls is None:
+            continue
+        pieces = _pieces(calls)
+        seen = tuple(where for where, text in (("the tool instructions", told.instructions),
+                                               ("the generation prompt", "\n".join(told.generation_prompts)),
+                                               ("the history", history)) if any(p in text for p in pieces))  # fmt: skip
+        if not seen:
+            continue
+        grafted = graft(spec, implicit, fmt, told)
+        if grafted is None:
+            continue
+        candidate = Candidate(fmt, grafted[0], grafted[1], seen, sum(1 for s in fmt.signature if s and s in told.text + history))
+        verify_candidate(candidate, turns, told)
+        out.append(candidate)
+    out.sort(key=Candidate.rank, reverse=True)
+    return out
+
+
+def graft(spec: dict, implicit: str | None, fmt: Format, told: Told) -> tuple[dict, tuple[str, ...]] | None:
+    """The draft with the format's tool-call field (and its reasoning field when the draft has none and
+    the prompt writes the format's reasoning tags); None when the two cannot be combined (the format's
+    calls have no opening text, and neither has the draft's implicit field)."""
+    theirs = fmt.spec()["fields"]
+    calls = theirs["tool_calls"]
+    if "open" not in calls and "open_pattern" not in calls:
+        return None
+    fields = copy.deepcopy(spec["fields"])
+    fields["tool_calls"] = calls
+    taken = ["tool_calls"]
+    reasoning = theirs.get("reasoning_content")
+    if "reasoning_content" not in fields and reasoning is not None and any(p in told.text for p in _pieces(reasoning)):
+        fields["reasoning_content"] = reasoning
+        taken.append("reasoning_content")
+    if implicit is not None and implicit in fields:
+        # Text around the calls comes in several stretches: join them (see engine.draft.build).
+        fields[implicit].update({"repeats": True, "join": ""})
+    out = {k: v for k, v in spec.items() if k != "fields"}
+    if "reasoning_content" in taken and "start_anchor" in out:
+        out["start_anchor"] = _before(out["start_anchor"], _pieces(reasoning, ("open",)))
+    out["fields"] = {name: fields[name] for name in FIELDS if name in fields}
+    return out, tuple(taken)
+
+
+def _before(anchor: str | list[str], opens: list[str]) -> str | list[str]:
+    """The start anchor(s) cut before a field's open: a generation prompt that prefills an empty
+    reasoning block starts the turn where the block opens (engine.draft.delimiters.start_anchor)."""
+    anchors = [anchor] if isinstance(anchor, str) else list(anchor)
+    cut = []
+    for text in anchors:
+        at = min((i for o in opens if (i := text.find(o)) > 0), default=len(text))
+        cut.append(text[:at])
+    cut = list(dict.fromkeys(cut))
+    return cut[0] if len(cut) == 1 else cut
+
+
+def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> None:
+    """Parse the history probes that show calls, the format's examples and the instruction's example."""
+    spec = candidate.spec
+    drafted = set(spec["fields"])
+    parsed = shown = 0
+    for turn in turns:
+        if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
+            continue
+        shown += 1
+        expected = expected_message(turn, drafted - {"tool_calls"})
+        expected["tool_calls"] = turn.message["tool_calls"]
+        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected) is None
+    candidate.probes = (parsed, shown)
+    anchor = _anchor(spec)
+    passed = applying = 0
+    for example in applicable(candidate.format, drafted):
+        applying += 1
+        why = _parses(example.output, spec, anchor, example.tool_list(), example.expected())
+        passed += why is None
+        if why is not None and len(candidate.failures) < 3:
+            candidate.failures.append(f"{example.name}: {why}")
+    candidate.examples = (passed, applying)
+    candidate.example = call_example(told.instructions, spec["fields"]["tool_calls"], spec)
+
+
+def applicable(fmt: Format, fields: set[str]) -> list[FormatExample]:
+    """The format's examples a draft with `fields` can be judged on: those that need no field it lacks
+    and no prompt of their own, without the format's end-of-turn text (the draft has its own)."""
+    return [e for e in _standalone(fmt.name) if set(e.message) - {"role"} <= fields]
+
+
+@cache
+def _standalone(name: str) -> tuple[FormatExample, ...]:
+    """The format's examples that parse to their message without their prompt, each without the
+    end-of-turn text it ends with (cached: the library is immutable)."""
+    fmt = load_format(name)
+    spec = fmt.spec()
+    ends = [c for name, f in spec["fields"].items() if "open" not in f and "open_pattern" not in f
+            for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or [])]  # fmt: skip
+    out = []
+    for example in fmt.examples:
+        if _parses(example.output, spec, "", example.tool_list(), example.expected()) is not None:
+            continue
+        output = example.output.rstrip()
+        for end in ends:
+            if end and output.endswith(end):
+                output = output[: -len(end)]
+                break
+        out.append(replace(example, output=output, prefix=None))
+    return tuple(out)
+
+
+def _parses(output: str, spec: dict, prefix: str, tools: list | None, expected: dict) -> str | None:
+    """None when `output` parses to `expected`; else why not, in a few words."""
+    try:
+        message = parse_response(output, spec, prefix=prefix, tools=tools)
+    except Exception as e:  # noqa: BLE001 - the parser's message is the reason
+        return f"does not parse ({type(e).__name__})"
+    got, want = normalise_message(message), normalise_message(expected)
+    differing = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    return None if not differing else f"{', '.join(differing)} differ"
+
+
+def _anchor(spec: dict) -> str:
+    """A prompt that ends where the model's turn starts (the first start anchor)."""
+    anchor = spec.get("start_anchor", "")
+    return anchor[0] if isinstance(anchor, list) and anchor else anchor if isinstance(anchor, str) else ""
+
+
+def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close")) -> list[str]:
+    """The literal texts of a field's open and close (a pattern's runs of literal characters)."""
+    out: list[str] = []
+    for key in keys:
+        value = field_spec.get(key)
+        out += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and len(v.strip()) >= _MIN_PIECE]
+        pattern = field_spec.get(f"{key}_pattern")
+        if isinstance(pattern, str):
+            out += [p for p in literal_runs(pattern) if len(p.strip()) >= _MIN_PIECE]
+    return out
+
+
+def literal_runs(pattern: str) -> list[str]:
+    """The runs of literal characters in a regex (`<\\|tool_call\\|>` gives `<|tool_call|>`); classes,
+    group headers and a character a quantifier makes optional end a run."""
+    runs, current, i = [], "", 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            escaped, i = pattern[i + 1], i + 2
+            if escaped in "nt":
+                current += "\n" if escaped == "n" else "\t"
+            elif not escaped.isalnum():
+                current += escaped
+            else:  # \s, \d, \w, \b...: a class, not a literal
+                runs, current = runs + [current], ""
+                continue
+        elif char == "[":  # a character class: skip it
+            i = _class_end(pattern, i)
+            runs, current = runs + [current], ""
+            continue
+        elif char == "(":  # a group: skip its header ((?:, (?=, (?P<name>, (?<=...)
+            header = regex.match(r"\(\?(?:P?<[A-Za-z_]\w*>|<=|<!|[:=!>])?", pattern[i:])
+            i += len(header.group()) if header else 1
+            runs, current = runs + [current], ""
+            continue
+        elif char in _REGEX_SPECIAL:
+            if char in "*?{" and current:
+                current = current[:-1]  # the character before a quantifier may be absent
+            runs, current = runs + [current], ""
+            i += 1
+            continue
+        else:
+            current += char
+            i += 1
+        if i < len(pattern) and pattern[i] in "*?{" and current:
+            runs, current = runs + [current[:-1]], ""
+    runs.append(current)
+    return [r for r in runs if r]
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the `]` that closes the class opening at `start`."""
+    i = start + 1
+    if i < len(pattern) and pattern[i] == "^":
+        i += 1
+    if i < len(pattern) and pattern[i] == "]":
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1

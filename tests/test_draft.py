@@ -77,14 +77,18 @@ def test_chatml_with_think_and_tool_call_blocks() -> None:
     assert parse("chatml_think_tools", "It is sunny.<|im_end|>", enable_thinking=False) == {"role": "assistant", "content": "It is sunny."}
 
 
-def test_llama_bare_json_call_opens_at_the_json() -> None:
+def test_llama_bare_json_calls_come_from_the_library_format_the_history_agrees_with() -> None:
     draft = drafted("llama_json_calls")
-    calls = draft.response_template["fields"]["tool_calls"]
-    assert calls["open_pattern"] == '(?=\\{\\s*"name"\\s*:)'
-    assert calls["transform"]["function"] == {"name": "{content.name}", "arguments": "{content.parameters}"}
+    # The history writes the bare JSON the llama3-json format reads: the draft takes the library's
+    # field (written for real outputs, <|python_tag|> included) and says what the spec cannot say.
+    assert draft.format is not None and draft.format.name == "llama3-json"
+    assert draft.report("tool_calls").status == "verified" and "5 of the 5 history probes with calls" in draft.report("tool_calls").message
+    assert any("ends where a JSON value ends" in limit for limit in draft.format.limits)
     assert draft.response_template["start_anchor"] == "<|start_header_id|>assistant<|end_header_id|>\n\n"
     output = '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>'
     assert parse("llama_json_calls", output) == {"role": "assistant", "tool_calls": [call("get_weather", city="Paris")]}
+    tagged = '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>'
+    assert parse("llama_json_calls", tagged)["tool_calls"] == [call("get_weather", city="Paris")]
     assert parse("llama_json_calls", "Sunny, 21 degrees.<|eot_id|>") == {"role": "assistant", "content": "Sunny, 21 degrees."}
     notes = " ".join(draft.report("tool_calls").notes)
     assert "refuses two calls" in notes and "single tool-calls" in notes  # the template's raise_exception, reported
@@ -106,14 +110,17 @@ def test_mistral_tool_calls_list_with_ids_and_no_generation_prompt() -> None:
 def test_harmony_channels_with_the_recipient_in_the_header() -> None:
     draft = drafted("harmony_channels")
     fields = draft.response_template["fields"]
-    assert fields["reasoning_content"]["open"] == "<|channel|>analysis<|message|>"
     assert fields["content"]["open"] == "<|channel|>final<|message|>"
-    assert fields["tool_calls"]["open_pattern"] == r"to=functions\.(?P<name>[^\s<]+)<\|channel\|>commentary json<\|message\|>"
+    # The history writes the recipient before the channel; the harmony format reads it there and
+    # after the channel (where the model writes it), and a commentary preamble as reasoning.
+    assert draft.format is not None and draft.format.name == "harmony"
+    assert set(draft.format.how[0].split("appear in ")[1].split(" and ")) == {"the tool instructions", "the history"}
     assert fields["tool_calls"]["transform"]["function"] == {"name": "{name}", "arguments": "{content}"}
-    output = ('<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather'
-              '<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>')  # fmt: skip
-    assert parse("harmony_channels", output) == {
-        "role": "assistant", "reasoning_content": "Need the weather.", "tool_calls": [call("get_weather", city="Paris")]}
+    for recipient in (' to=functions.get_weather<|channel|>commentary json<|message|>',
+                      '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'):
+        output = f'<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant{recipient}{{"city": "Paris"}}<|call|>'
+        assert parse("harmony_channels", output) == {
+            "role": "assistant", "reasoning_content": "Need the weather.", "tool_calls": [call("get_weather", city="Paris")]}
     # The fixture renders one call per message: several calls cannot be verified, and the report says so.
     assert "only some of the calls" in " ".join(draft.report("tool_calls").notes)
 

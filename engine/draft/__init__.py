@@ -170,7 +170,7 @@ def draft_response_template(
     draft.response_template = built.spec
     draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
     draft.fields = [
-        library_report(name, choice, history_left_out.get(name), failures) if name in taken
+        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, [])) if name in taken
         else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
         for name in FIELDS
     ]
@@ -222,8 +222,7 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
     if unwritten:
         notes.append(f"the template does not write it in {_probes(unwritten)}")
     if name in lost:
-        notes.append(f"the template writes only some of the calls of a message ({_probes(lost[name])}), "
-                     "so several calls in one message cannot be verified")  # fmt: skip
+        notes.append(_lost(lost[name]))
     bad = [(o.turn.probe.label, o.failed[name]) for o in outcomes if name in o.failed]
     described = describe(name, built.spec["fields"][name], name == built.implicit)
     if bad:
@@ -233,7 +232,7 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
     return FieldReport(name, "verified", f"{described} Parsed back exactly in all {shown} probes that show it.", notes, shown)
 
 
-def library_report(name: str, choice: Choice, left_out: str | None, failures: list[Failure]) -> FieldReport:
+def library_report(name: str, choice: Choice, left_out: str | None, failures: list[Failure], lost: list[str]) -> FieldReport:
     """The report of a field taken from a library format: what it is, what it parses, and how the
     history compares (`left_out`: why the history alone gave no such field)."""
     candidate = choice.candidate
@@ -246,6 +245,8 @@ def library_report(name: str, choice: Choice, left_out: str | None, failures: li
     if refused:
         notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
     shown = candidate.probes[1]
+    if lost:
+        notes.append(_lost(lost))
     if choice.disagreement is not None and name == "tool_calls":
         notes.append(f"the history writes calls differently, which is a bug in the chat template (the check "
                      f"chat_lint.history_calls shows both texts): {choice.disagreement.history[:160]!r}")  # fmt: skip
@@ -253,8 +254,18 @@ def library_report(name: str, choice: Choice, left_out: str | None, failures: li
         notes.append(f"the history alone does not show it: the chat template never writes `{name}` into an assistant turn")
     elif left_out:
         notes.append(f"the history alone does not show it: {left_out}")
-    status: Status = "verified" if candidate.verifies else "unverified"
-    return FieldReport(name, status, f"{described} {source}", notes, shown)
+    parsed = candidate.probes[0]
+    if candidate.verifies and (candidate.history_agrees or not shown or choice.disagreement is not None):
+        return FieldReport(name, "verified", f"{described} {source}", notes, shown)
+    why = (f" It does not parse {shown - parsed} of the {shown} history probes with calls"
+           + (": the format needs what the spec cannot say (below)." if candidate.format.limits else ".")
+           if parsed < shown else " Not every example the format has parses here.")  # fmt: skip
+    return FieldReport(name, "unverified", f"{described} {source}{why}", notes, shown)
+
+
+def _lost(labels: list[str]) -> str:
+    return (f"the template writes only some of the calls of a message ({_probes(labels)}), so several calls in one "
+            "message cannot be verified")
 
 
 def _not_inferable(name: str, why: str, turns: list[Turn], chat_template: str | dict) -> str:

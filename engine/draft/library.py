@@ -20,6 +20,7 @@ from transformers.utils.chat_parsing import parse_response
 from ..checks.round_trip import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
+from .text import MARKUP
 from .told import Example, Told, call_example
 from .verify import expected_message
 
@@ -54,7 +55,7 @@ class Candidate:
         """Every format example that applies here parses to its message (at least one with calls), and
         the instruction's example, when there is one, parses."""
         parsed, applying = self.examples
-        return applying > 0 and parsed == applying and (self.example is None or self.example.parses)
+        return applying > 0 and parsed == applying and (self.example is None or self.example.parses or self.example.prose)
 
     @property
     def history_agrees(self) -> bool:
@@ -77,45 +78,112 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
         calls = fmt.response_template.get("fields", {}).get("tool_calls")
         if calls is None:
             continue
+        # In what the model is told, only a format's markup or marked words say which format it is
+        # (`"name":` and `parameters` are in every tool's JSON schema); in the history's calls, any
+        # of its texts does.
         pieces = _pieces(calls)
-        seen = tuple(where for where, text in (("the tool instructions", told.instructions),
-                                               ("the generation prompt", "\n".join(told.generation_prompts)),
-                                               ("the history", history)) if any(p in text for p in pieces))  # fmt: skip
+        marks = _pieces(calls, distinct=True)
+        seen = tuple(where for where, text, among in (("the tool instructions", told.instructions, marks),
+                                                      ("the generation prompt", "\n".join(told.generation_prompts), marks),
+                                                      ("the history", history, pieces)) if any(p in text for p in among))  # fmt: skip
         if not seen:
             continue
-        grafted = graft(spec, implicit, fmt, told)
-        if grafted is None:
-            continue
-        candidate = Candidate(fmt, grafted[0], grafted[1], seen, sum(1 for s in fmt.signature if s and s in told.text + history))
-        verify_candidate(candidate, turns, told)
-        out.append(candidate)
+        signature = sum(1 for s in fmt.signature if s and s in told.text + history)
+        best: Candidate | None = None
+        # Variants, each tried when the one before fails the format's examples: the format's own
+        # reasoning field in place of the history's (gpt-oss's commentary preamble), and the texts
+        # the format's implicit field drops (Granite 3.3's <response> tags).
+        for own_reasoning, drops in ((False, False), (False, True), (True, False), (True, True)):
+            grafted = graft(spec, implicit, fmt, told, own_reasoning, drops)
+            if grafted is None or (best is not None and grafted[0] == best.spec):
+                continue
+            candidate = Candidate(fmt, grafted[0], grafted[1], seen, signature)
+            verify_candidate(candidate, turns, told)
+            if best is None or candidate.rank() > best.rank():
+                best = candidate
+            if best.verifies:
+                break
+        if best is not None:
+            out.append(best)
     out.sort(key=Candidate.rank, reverse=True)
     return out
 
 
-def graft(spec: dict, implicit: str | None, fmt: Format, told: Told) -> tuple[dict, tuple[str, ...]] | None:
-    """The draft with the format's tool-call field (and its reasoning field when the draft has none and
-    the prompt writes the format's reasoning tags); None when the two cannot be combined (the format's
-    calls have no opening text, and neither has the draft's implicit field)."""
+def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoning: bool = False,
+          drops: bool = False) -> tuple[dict, tuple[str, ...]] | None:  # fmt: skip
+    """The draft with the format's tool-call field, and its reasoning field when the draft has none and
+    the prompt writes the format's reasoning tags (or, with `own_reasoning`, in place of the draft's);
+    with `drops`, the draft's implicit field also closes at the format's implicit closes. None when
+    the two cannot be combined."""
     theirs = fmt.spec()["fields"]
     calls = theirs["tool_calls"]
     if "open" not in calls and "open_pattern" not in calls:
         return None
     fields = copy.deepcopy(spec["fields"])
+    ends = _ends(theirs)
+    closes = calls.get("close")
+    if ends and closes and set(closes if isinstance(closes, list) else [closes]) <= set(ends) and implicit in fields:
+        # The calls run to the end of the turn (`functools[...]<|eot_id|>`): this template's end, not the format's model's.
+        ours = fields[implicit].get("close")
+        calls = {**calls, "close": ours} if ours else {k: v for k, v in calls.items() if k != "close"}
     fields["tool_calls"] = calls
     taken = ["tool_calls"]
     reasoning = theirs.get("reasoning_content")
-    if "reasoning_content" not in fields and reasoning is not None and any(p in told.text for p in _pieces(reasoning)):
+    if reasoning is not None and (own_reasoning and "reasoning_content" in fields or
+                                  "reasoning_content" not in fields and any(p in told.text for p in _pieces(reasoning))):  # fmt: skip
         fields["reasoning_content"] = reasoning
         taken.append("reasoning_content")
+    elif own_reasoning:
+        return None
+    out = {k: v for k, v in spec.items() if k != "fields"}
+    if implicit is None:
+        implicit = _unprefill(out, fields, taken, told)
+    for name in taken:
+        # A field the history seemed to open where the taken one opens (content "opening" at a <think>
+        # the generation prompt prefills) has no opening text of its own.
+        for other, field_spec in fields.items():
+            if other not in taken and field_spec.get("open") is not None and field_spec.get("open") == fields[name].get("open"):
+                if implicit is None:
+                    field_spec.pop("open")
+                    implicit = other
+                else:
+                    return None
     if implicit is not None and implicit in fields:
         # Text around the calls comes in several stretches: join them (see engine.draft.build).
         fields[implicit].update({"repeats": True, "join": ""})
-    out = {k: v for k, v in spec.items() if k != "fields"}
+        close = fields[implicit].get("close")
+        ours = [close] if isinstance(close, str) else list(close or [])
+        extra = [e for e in ends if e not in ours]
+        if drops and extra and "close_pattern" not in fields[implicit]:
+            fields[implicit]["close"] = ours + extra
+        elif drops:
+            return None
     if "reasoning_content" in taken and "start_anchor" in out:
         out["start_anchor"] = _before(out["start_anchor"], _pieces(reasoning, ("open",)))
     out["fields"] = {name: fields[name] for name in FIELDS if name in fields}
     return out, tuple(taken)
+
+
+def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | None:
+    """A field every generation prompt opens (Granite 3.3's content "opening" at the prompt's last
+    <|end_of_role|>) holds the whole turn, so the calls could not open inside it: it becomes the
+    implicit field, and its open part of the start anchor. Its name, or None."""
+    anchors = out.get("start_anchor")
+    if not told.generation_prompts or not isinstance(anchors, (str, list)):
+        return None
+    for name, field_spec in fields.items():
+        opened = field_spec.get("open")
+        if name in taken or not isinstance(opened, str) or not all(g.endswith(opened) for g in told.generation_prompts):
+            continue
+        longer = [g[g.rfind(a) :] for a in ([anchors] if isinstance(anchors, str) else anchors)
+                  for g in told.generation_prompts if a and a in g]  # fmt: skip
+        if not longer:
+            return None
+        field_spec.pop("open")
+        longer = list(dict.fromkeys(longer))
+        out["start_anchor"] = longer[0] if len(longer) == 1 else longer
+        return name
+    return None
 
 
 def _before(anchor: str | list[str], opens: list[str]) -> str | list[str]:
@@ -131,7 +199,8 @@ def _before(anchor: str | list[str], opens: list[str]) -> str | list[str]:
 
 
 def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> None:
-    """Parse the history probes that show calls, the format's examples and the instruction's example."""
+    """Parse the history probes that show calls (their calls only: the other fields are the draft's,
+    verified with it), the format's examples and the instruction's example."""
     spec = candidate.spec
     drafted = set(spec["fields"])
     parsed = shown = 0
@@ -139,15 +208,16 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> Non
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
             continue
         shown += 1
-        expected = expected_message(turn, drafted - {"tool_calls"})
-        expected["tool_calls"] = turn.message["tool_calls"]
-        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected) is None
+        # The calls the history wrote (gpt-oss's template writes only a message's first call).
+        written = [c for i, c in enumerate(turn.message["tool_calls"]) if CALL_NAMES[i] in turn.output]
+        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, {"tool_calls": written}, ("tool_calls",)) is None
     candidate.probes = (parsed, shown)
+    # The examples where this template's turn starts, after what the format's own prompt prefills.
     anchor = _anchor(spec)
     passed = applying = 0
-    for example in applicable(candidate.format, drafted):
+    for example, prefill in applicable(candidate.format, drafted):
         applying += 1
-        why = _parses(example.output, spec, anchor, example.tool_list(), example.expected())
+        why = _parses(example.output, spec, anchor + prefill, example.tool_list(), example.expected())
         passed += why is None
         if why is not None and len(candidate.failures) < 3:
             candidate.failures.append(f"{example.name}: {why}")
@@ -155,41 +225,51 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> Non
     candidate.example = call_example(told.instructions, spec["fields"]["tool_calls"], spec)
 
 
-def applicable(fmt: Format, fields: set[str]) -> list[FormatExample]:
-    """The format's examples a draft with `fields` can be judged on: those that need no field it lacks
-    and no prompt of their own, without the format's end-of-turn text (the draft has its own)."""
-    return [e for e in _standalone(fmt.name) if set(e.message) - {"role"} <= fields]
+def applicable(fmt: Format, fields: set[str]) -> list[tuple[FormatExample, str]]:
+    """The format's examples a draft with `fields` can be judged on (those that need no field it
+    lacks), each without the end-of-turn text it ends with (the draft has its own), with what the
+    format's prompt prefills after its start anchor (MiniMax's "<think>\n")."""
+    return [(e, prefill) for e, prefill in _standalone(fmt.name) if set(e.message) - {"role"} <= fields]
 
 
 @cache
-def _standalone(name: str) -> tuple[FormatExample, ...]:
-    """The format's examples that parse to their message without their prompt, each without the
-    end-of-turn text it ends with (cached: the library is immutable)."""
+def _standalone(name: str) -> tuple[tuple[FormatExample, str], ...]:
+    """The format's examples with what their prompt prefills, those that parse to their message
+    from the format's start anchor and that prefill (cached: the library is immutable)."""
     fmt = load_format(name)
     spec = fmt.spec()
-    ends = [c for name, f in spec["fields"].items() if "open" not in f and "open_pattern" not in f
-            for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or [])]  # fmt: skip
+    anchor, ends = _anchor(spec), _ends(spec["fields"])
     out = []
     for example in fmt.examples:
-        if _parses(example.output, spec, "", example.tool_list(), example.expected()) is not None:
+        prefix = example.prefix or ""
+        at = prefix.rfind(anchor) if anchor else -1
+        prefill = prefix[at + len(anchor) :] if at >= 0 else ""
+        if _parses(example.output, spec, anchor + prefill, example.tool_list(), example.expected()) is not None:
             continue
         output = example.output.rstrip()
         for end in ends:
             if end and output.endswith(end):
                 output = output[: -len(end)]
                 break
-        out.append(replace(example, output=output, prefix=None))
+        out.append((replace(example, output=output, prefix=None), prefill))
     return tuple(out)
 
 
-def _parses(output: str, spec: dict, prefix: str, tools: list | None, expected: dict) -> str | None:
-    """None when `output` parses to `expected`; else why not, in a few words."""
+def _ends(fields: dict) -> list[str]:
+    """The literal closes of a spec's implicit field: where its model's turn ends (and text it drops)."""
+    return [c for f in fields.values() if "open" not in f and "open_pattern" not in f
+            for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or [])]  # fmt: skip
+
+
+def _parses(output: str, spec: dict, prefix: str, tools: list | None, expected: dict,
+            only: tuple[str, ...] | None = None) -> str | None:  # fmt: skip
+    """None when `output` parses to `expected` (in the fields `only`, or all); else why not, in a few words."""
     try:
         message = parse_response(output, spec, prefix=prefix, tools=tools)
     except Exception as e:  # noqa: BLE001 - the parser's message is the reason
         return f"does not parse ({type(e).__name__})"
     got, want = normalise_message(message), normalise_message(expected)
-    differing = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k))
+    differing = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k) and (only is None or k in only))
     return None if not differing else f"{', '.join(differing)} differ"
 
 
@@ -199,15 +279,24 @@ def _anchor(spec: dict) -> str:
     return anchor[0] if isinstance(anchor, list) and anchor else anchor if isinstance(anchor, str) else ""
 
 
-def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close")) -> list[str]:
-    """The literal texts of a field's open and close (a pattern's runs of literal characters)."""
+def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close"), distinct: bool = False) -> list[str]:
+    """The literal texts of a field's open and close (a pattern's runs of literal characters). With
+    `distinct`, only those that say which format it is: markup (`<tool_call>`, `[TOOL_CALLS]`), a
+    literal word (`functools`), or a word marked with punctuation in a pattern (`to=functions.`)."""
     out: list[str] = []
     for key in keys:
         value = field_spec.get(key)
-        out += [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and len(v.strip()) >= _MIN_PIECE]
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and len(text.strip()) >= _MIN_PIECE:
+                if not distinct or MARKUP.search(text) or regex.search(r"[A-Za-z]{4,}", text):
+                    out.append(text)
         pattern = field_spec.get(f"{key}_pattern")
         if isinstance(pattern, str):
-            out += [p for p in literal_runs(pattern) if len(p.strip()) >= _MIN_PIECE]
+            for run in literal_runs(pattern):
+                bare = regex.sub(r'"[^"]*"', "", run)  # a quoted key is JSON, not the format's
+                if len(run.strip()) >= _MIN_PIECE and (not distinct or MARKUP.search(run) or
+                                                       (regex.search(r"[A-Za-z]{4,}", bare) and regex.search(r"[<>\[\]|=]", bare))):  # fmt: skip
+                    out.append(run)
     return out
 
 

@@ -80,8 +80,11 @@ def choose(found: list[Candidate], history_calls: bool, turns: list[Turn]) -> Ch
             break
     if best is None:
         return choice
-    shown = best.probes[1]
-    take = best.history_agrees or best.told or (not history_calls and shown == 0)
+    parsed, shown = best.probes
+    # Without calls of its own from the history, the draft takes a format the prompt names, or one
+    # that reads some of the history's calls (the rest is what the spec cannot say: Apertus's map of
+    # name to arguments with several calls).
+    take = best.history_agrees or best.told or (not history_calls and (shown == 0 or parsed > 0))
     if not take:
         return choice
     choice.candidate = best

@@ -13,7 +13,7 @@ from transformers.utils.chat_parsing import parse_response
 
 from ..text import short
 from .probes import Context, Failure, Turn
-from .text import escape
+from .text import MARKUP, escape
 
 # An instruction's example is a few lines; a "call" longer than this is prose between two mentions.
 _EXAMPLE_CHARS = 800
@@ -24,6 +24,7 @@ _PLACEHOLDER = regex.compile(
     r'(?P<value><[^<>\n]{1,80}>|\{[^{}"\n]{1,80}\}|\[[^\[\]"\n]{1,80}\]|[A-Za-z_$][^,{}\[\]"\n]{0,80}?)(?=\s*[,}])'
 )
 _NAME_KEYS = {"name", "tool_name", "function", "id"}
+_ELLIPSIS = regex.compile(r",?[ \t]*(?:\.\.\.|…)")
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class Told:
 
     instructions: str
     generation_prompts: tuple[str, ...] = ()
+    prompt: str = ""  # the whole prompt with tools offered (what a format's examples are parsed after)
 
     @property
     def text(self) -> str:
@@ -56,6 +58,12 @@ class Example:
     def parses(self) -> bool:
         return bool(self.calls)
 
+    @property
+    def prose(self) -> bool:
+        """The delimiter is named in words ("respond with <|tool_call|> followed by a JSON list"), with
+        no call written after it: nothing to parse, so nothing against the format."""
+        return not self.parses and not regex.search(r"[{\[<=]", MARKUP.sub("", self.text))
+
 
 def what_is_told(turns: list[Turn], failures: list[Failure] = ()) -> Told:  # type: ignore[assignment]
     """The tool instructions and generation prompts of the rendered probe contexts."""
@@ -63,44 +71,50 @@ def what_is_told(turns: list[Turn], failures: list[Failure] = ()) -> Told:  # ty
     for probe in [t.probe for t in turns] + [f.probe for f in failures]:
         contexts.setdefault(probe.context.name, probe.context)
     offered = contexts.get("tools offered")
-    instructions = ""
+    instructions = prompt = ""
     if offered is not None and offered.prompt:
-        instructions = offered.prompt[: max(0, offered.prompt.rfind(offered.last_sentinel))]
+        prompt = offered.prompt
+        instructions = prompt[: max(0, prompt.rfind(offered.last_sentinel))]
     headers = tuple(dict.fromkeys(c.header for c in contexts.values() if c.header))
-    return Told(instructions, headers)
+    return Told(instructions, headers, prompt)
 
 
 def call_example(instructions: str, calls: dict, spec: dict) -> Example | None:
     """The example the instructions write for the tool-call field `calls` (the text from its open to
-    its close, the longest such stretch that is not prose), parsed with the response template `spec`;
-    None when the instructions show no such stretch."""
+    its close, or to the end of the line; the shortest such stretch that writes something), parsed
+    with the response template `spec`; None when the instructions show no such stretch."""
     opened = _pattern(calls, "open")
     if opened is None or not instructions:
         return None
     closed = _pattern(calls, "close")
-    best: tuple[int, int] | None = None
+    best: tuple[int, int, tuple] | None = None
     for match in opened.finditer(instructions):
-        end = None
+        # To the close when it follows within the same paragraph, else to the end of the line.
+        line = instructions.find("\n", match.end())
+        end = body_end = len(instructions) if line < 0 else line
         if closed is not None:
             after = closed.search(instructions, match.end(), match.end() + _EXAMPLE_CHARS)
-            end = after.end() if after is not None and after.start() > match.end() else None
-        else:
-            line = instructions.find("\n\n", match.end())
-            end = len(instructions) if line < 0 else line
-        if end is None or not instructions[match.end() : end].strip() or end - match.start() > _EXAMPLE_CHARS:
+            paragraph = instructions.find("\n\n", match.end())
+            if after is not None and (paragraph < 0 or after.end() <= paragraph):
+                end, body_end = after.end(), after.start()
+        body = instructions[match.end() : body_end]
+        if not body.strip() or end - match.start() > _EXAMPLE_CHARS:
             continue
-        if best is None or end - match.start() > best[1] - best[0]:
-            best = (match.start(), end)
+        # The shortest stretch that writes something (a call), else the shortest.
+        key = (not regex.search(r"[{\[<=]", body), end - match.start())
+        if best is None or key < best[2]:
+            best = (match.start(), end, key)
     if best is None:
         return None
     text = instructions[best[0] : best[1]].strip()
     names, why = _parsed(text, spec)
     if names:
         return Example(text, names)
-    filled = _PLACEHOLDER.sub(_fill, text)
-    if filled != text:
-        filled_names, _ = _parsed(filled, spec)
-        if filled_names:
+    # Placeholders filled, an ellipsis for "and so on" (`[{…}, ...]`) left out, and braces doubled
+    # as a format string escapes them (`[{{"name": …}}]`, written by a template that meant one).
+    unbraced = text.replace("{{", "{").replace("}}", "}")
+    for filled in dict.fromkeys(_ELLIPSIS.sub("", _PLACEHOLDER.sub(_fill, t)) for t in (text, unbraced)):
+        if filled != text and (filled_names := _parsed(filled, spec)[0]):
             return Example(text, filled_names, pattern=True)
     return Example(text, why=why)
 

@@ -30,7 +30,7 @@ from .library import candidates
 from .match import Choice, Disagreement, Match, choose
 from .probes import FIELDS, Failure, Turn, render_turns
 from .told import what_is_told
-from .verify import Outcome, probe_cases, run_probe_checks, verify_turn
+from .verify import Outcome, outcomes_of, probe_cases, run_probe_checks
 
 __all__ = ["Draft", "FieldReport", "draft_response_template"]
 
@@ -151,11 +151,11 @@ def draft_response_template(
         ))  # fmt: skip
     primary = [t for t in turns if t.probe.primary]
     built = build(primary, missing, stops)
-    outcomes = _outcomes(built, turns)
+    outcomes = outcomes_of(built.spec, turns, built.left_out)
     # What the model is told (tool instructions, generation prompts) and the library's formats.
     told = what_is_told(turns, failures)
     history_calls = "tool_calls" in (built.spec or {}).get("fields", {}) and not any("tool_calls" in o.failed for o in outcomes)
-    choice = choose(candidates(built.spec, built.implicit, turns, told), history_calls, turns)
+    choice = choose(candidates(built.spec, built.implicit, turns, told, outcomes), history_calls, turns)
     taken = choice.candidate.taken if choice.candidate else ()
     history_left_out = dict(built.left_out)
     # When the history writes calls unlike the instructions, its turns with calls do not parse with
@@ -166,7 +166,7 @@ def draft_response_template(
         built.spec = choice.candidate.spec
         for name in taken:
             built.left_out.pop(name, None)
-        outcomes = _outcomes(built, checked)
+        outcomes = outcomes_of(built.spec, checked, built.left_out)
     draft.response_template = built.spec
     draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
     draft.fields = [
@@ -192,14 +192,6 @@ def draft_response_template(
             draft.diagnostics.append(Diagnostic("warning", f"The checks could not run on the draft: {e}", "response_template"))
     draft.seconds = time.perf_counter() - started
     return draft
-
-
-def _outcomes(built: Any, turns: list[Turn]) -> list[Outcome]:
-    """Every probe turn parsed with the built spec."""
-    if not built.spec:
-        return []
-    drafted = set(built.spec.get("fields", {}))
-    return [verify_turn(built.spec, t, drafted, set(built.left_out)) for t in turns]
 
 
 def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failure], outcomes: list[Outcome],

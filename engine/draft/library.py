@@ -21,8 +21,8 @@ from ..checks.round_trip import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
 from .text import MARKUP
-from .told import Example, Told, call_example
-from .verify import expected_message
+from .told import Example, Told, call_example, call_open
+from .verify import Outcome, expected_message
 
 # Literal pieces shorter than this say nothing about a format (`{`, `">`).
 _MIN_PIECE = 3
@@ -63,13 +63,17 @@ class Candidate:
         return shown > 0 and parsed == shown
 
     def rank(self) -> tuple:
-        parsed, shown = self.probes
-        return (self.verifies, self.told, self.history_agrees, parsed, self.examples[0], self.signature)
+        """Best first: verified; the instructions' example read (the more of it, the better: `functools`
+        before a JSON list is the format's); the history read; then its examples and signature."""
+        told = len(self.example.text) if self.example is not None and self.example.parses else 0
+        return (self.verifies, told, self.history_agrees, self.probes[0], self.examples[0], self.signature)
 
 
-def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told) -> list[Candidate]:
+def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told,
+               outcomes: list[Outcome]) -> list[Candidate]:  # fmt: skip
     """Every library format whose call texts appear in what the template renders, grafted into the
-    draft `spec` and verified, best first."""
+    draft `spec` and verified, best first. `outcomes` are the turns parsed with the draft itself:
+    a candidate is not blamed for what the draft also gets wrong."""
     if spec is None:
         return []
     history = "\n".join(t.output for t in turns if t.probe.message.get("tool_calls"))
@@ -82,10 +86,15 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
         # (`"name":` and `parameters` are in every tool's JSON schema); in the history's calls, any
         # of its texts does.
         pieces = _pieces(calls)
-        marks = _pieces(calls, distinct=True)
+        marks = _pieces(calls, ("open",), distinct=True)  # a close is often just the end of the turn
+        # A format whose open is a pattern with no literal text of its own (a Python call list's
+        # `(?=\[name\()`) is seen where that pattern matches; in the instructions, only where it
+        # reads a call (checked below: `[{` starts every JSON list of tools).
+        pattern = None if marks else call_open(calls)
         seen = tuple(where for where, text, among in (("the tool instructions", told.instructions, marks),
                                                       ("the generation prompt", "\n".join(told.generation_prompts), marks),
-                                                      ("the history", history, pieces)) if any(p in text for p in among))  # fmt: skip
+                                                      ("the history", history, pieces))
+                     if any(p in text for p in among) or (pattern is not None and pattern.search(text)))  # fmt: skip
         if not seen:
             continue
         signature = sum(1 for s in fmt.signature if s and s in told.text + history)
@@ -98,12 +107,12 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
             if grafted is None or (best is not None and grafted[0] == best.spec):
                 continue
             candidate = Candidate(fmt, grafted[0], grafted[1], seen, signature)
-            verify_candidate(candidate, turns, told)
+            verify_candidate(candidate, turns, told, {id(o.turn): set(o.failed) | set(o.spilled) for o in outcomes})
             if best is None or candidate.rank() > best.rank():
                 best = candidate
             if best.verifies:
                 break
-        if best is not None:
+        if best is not None and (pattern is None or best.told or seen != ("the tool instructions",)):
             out.append(best)
     out.sort(key=Candidate.rank, reverse=True)
     return out
@@ -198,9 +207,10 @@ def _before(anchor: str | list[str], opens: list[str]) -> str | list[str]:
     return cut[0] if len(cut) == 1 else cut
 
 
-def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> None:
-    """Parse the history probes that show calls (their calls only: the other fields are the draft's,
-    verified with it), the format's examples and the instruction's example."""
+def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known: dict[int, set[str]]) -> None:
+    """Parse the history probes that show calls (each field as the draft reads it, only the calls
+    where some field is `known` to fail with the draft itself; the calls the history wrote), the
+    format's examples and the instruction's example."""
     spec = candidate.spec
     drafted = set(spec["fields"])
     parsed = shown = 0
@@ -208,9 +218,12 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told) -> Non
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
             continue
         shown += 1
+        expected = expected_message(turn, drafted - {"tool_calls"})
         # The calls the history wrote (gpt-oss's template writes only a message's first call).
-        written = [c for i, c in enumerate(turn.message["tool_calls"]) if CALL_NAMES[i] in turn.output]
-        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, {"tool_calls": written}, ("tool_calls",)) is None
+        expected["tool_calls"] = [c for i, c in enumerate(turn.message["tool_calls"]) if CALL_NAMES[i] in turn.output]
+        # Where the draft itself gets a field wrong, its text may land in another: the calls alone.
+        fields = ("tool_calls",) if known.get(id(turn)) else tuple(sorted(drafted | {"tool_calls"}))
+        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
     candidate.probes = (parsed, shown)
     # The examples where this template's turn starts, after what the format's own prompt prefills.
     anchor = _anchor(spec)

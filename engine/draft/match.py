@@ -124,6 +124,7 @@ def history_disagreement(chat_template: str | dict, special_tokens: dict, templa
     from .locate import locate
     from .probes import render_turns
     from .told import what_is_told
+    from .verify import outcomes_of
 
     turns, failures = render_turns(chat_template, special_tokens, template_kwargs, stop_tokens,
                                    select=lambda p: p.context.name == "tools offered" and p.name in ("content", "a call", "two calls"))  # fmt: skip
@@ -136,5 +137,6 @@ def history_disagreement(chat_template: str | dict, special_tokens: dict, templa
         for name, why in located.missing.items():
             missing.setdefault(name, why)
     built = build(turns, missing, stop_tokens)
-    found = candidates(built.spec, built.implicit, turns, what_is_told(turns, failures))
+    outcomes = outcomes_of(built.spec, turns, built.left_out)
+    found = candidates(built.spec, built.implicit, turns, what_is_told(turns, failures), outcomes)
     return choose(found, False, turns).disagreement

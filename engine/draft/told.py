@@ -25,6 +25,8 @@ _PLACEHOLDER = regex.compile(
 )
 _NAME_KEYS = {"name", "tool_name", "function", "id"}
 _ELLIPSIS = regex.compile(r",?[ \t]*(?:\.\.\.|…)")
+_NAMED_VALUE = regex.compile(r"(\b[A-Za-z_]\w*\s*=\s*)(?![0-9\"'\[{(]|True\b|False\b|None\b)[A-Za-z_]\w*")
+_BARE_ARGUMENT = regex.compile(r"\(\s*[A-Za-z_]\w*\s*\)")
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,11 @@ def what_is_told(turns: list[Turn], failures: list[Failure] = ()) -> Told:  # ty
     return Told(instructions, headers, prompt)
 
 
+def call_open(calls: dict) -> regex.Pattern | None:
+    """A tool-call field's open as one regex."""
+    return _pattern(calls, "open")
+
+
 def call_example(instructions: str, calls: dict, spec: dict) -> Example | None:
     """The example the instructions write for the tool-call field `calls` (the text from its open to
     its close, or to the end of the line; the shortest such stretch that writes something), parsed
@@ -97,6 +104,11 @@ def call_example(instructions: str, calls: dict, spec: dict) -> Example | None:
             paragraph = instructions.find("\n\n", match.end())
             if after is not None and (paragraph < 0 or after.end() <= paragraph):
                 end, body_end = after.end(), after.start()
+        # A bracketed value right after the open ends where its brackets close (`functools[{…}]`,
+        # then prose and the end of the turn on the same line).
+        value_end = _balanced_end(instructions, match.end(), body_end)
+        if value_end < body_end:
+            end = body_end = value_end
         body = instructions[match.end() : body_end]
         if not body.strip() or end - match.start() > _EXAMPLE_CHARS:
             continue
@@ -112,21 +124,55 @@ def call_example(instructions: str, calls: dict, spec: dict) -> Example | None:
         return Example(text, names)
     # Placeholders filled, an ellipsis for "and so on" (`[{…}, ...]`) left out, and braces doubled
     # as a format string escapes them (`[{{"name": …}}]`, written by a template that meant one).
+    # A Python call list's placeholders (`[func_name1(params_name1=params_value1, ...), func_name2(params)]`)
+    # become literals.
     unbraced = text.replace("{{", "{").replace("}}", "}")
-    for filled in dict.fromkeys(_ELLIPSIS.sub("", _PLACEHOLDER.sub(_fill, t)) for t in (text, unbraced)):
+    pythonic = _BARE_ARGUMENT.sub("()", _NAMED_VALUE.sub(r"\g<1>0", _ELLIPSIS.sub("", text)))
+    for filled in dict.fromkeys([*(_ELLIPSIS.sub("", _PLACEHOLDER.sub(_fill, t)) for t in (text, unbraced)), pythonic]):
         if filled != text and (filled_names := _parsed(filled, spec)[0]):
             return Example(text, filled_names, pattern=True)
     return Example(text, why=why)
 
 
+def _balanced_end(text: str, start: int, limit: int) -> int:
+    """Where the bracketed value starting at `start` (after spaces) ends, quotes respected; `limit`
+    when there is none or it does not close before it (a value, not the prose after it)."""
+    at = start
+    while at < limit and text[at] in " \t":
+        at += 1
+    if at >= limit or text[at] not in "[{(":
+        return limit
+    depth, quote = 0, ""
+    for i in range(at, limit):
+        char = text[i]
+        if quote:
+            if char == "\\":
+                continue
+            if char == quote and text[i - 1] != "\\":
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return limit
+
+
 def _parsed(text: str, spec: dict) -> tuple[tuple[str, ...], str]:
-    """The names of the calls `spec` reads in `text`, or why none."""
+    """The names of the calls `spec` reads in `text`, or why none. An example is a call: text the
+    field leaves to another one (`functools` before a bare JSON list) means it is not this format's."""
     try:
         message = parse_response(text, spec, prefix="")
     except Exception as e:  # noqa: BLE001 - the parser's message is the reason
         return (), f"{type(e).__name__}: {short(str(e), 120)}"
     calls = message.get("tool_calls") or []
     names = tuple(str(c.get("function", {}).get("name", "")) for c in calls if isinstance(c, dict) and isinstance(c.get("function"), dict))
+    left = [k for k, v in message.items() if k not in ("role", "tool_calls") and isinstance(v, str) and v.strip()]
+    if left:
+        return (), f"text is left over in {', '.join(left)}"
     return (names, "") if names and all(names) else ((), "no call with a name comes back")
 
 

@@ -76,6 +76,14 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
     return outcome
 
 
+def outcomes_of(spec: dict | None, turns: list[Turn], left_out: dict[str, str] | set[str]) -> list[Outcome]:
+    """Every turn parsed with `spec` (none without a spec)."""
+    if not spec:
+        return []
+    drafted = set(spec.get("fields", {}))
+    return [verify_turn(spec, t, drafted, set(left_out)) for t in turns]
+
+
 def _difference(name: str, expected: Any, got: Any) -> str:
     """How a field comes back wrong; for calls, the first argument (or name) that differs."""
     if got is None:

@@ -19,13 +19,8 @@ from engine.turns import reply_after
 FIXTURES = Path(__file__).parent / "fixtures" / "draft"
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]  # fmt: skip
-FAMILIES = {
-    "chatml_think_tools": {"eos_token": "<|im_end|>"},
-    "llama_json_calls": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
-    "mistral_tool_calls": {"bos_token": "<s>", "eos_token": "</s>"},
-    "harmony_channels": {"eos_token": "<|return|>"},
-    "command_actions": {"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
-}
+# One small template per format family, written for these tests, with the special tokens each renders with.
+FAMILIES = {name: entry["special_tokens"] for name, entry in json.loads((FIXTURES / "families.json").read_text()).items()}
 
 
 @cache
@@ -149,6 +144,50 @@ def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:
     report = run_checks((FIXTURES / "chatml_think_tools.jinja").read_text(), draft.text, special_tokens=FAMILIES["chatml_think_tools"],
                         families=("round_trip", "streaming"), random_splits=10)  # fmt: skip
     assert report.status == "pass", [str(c) for c in report.checks if c.status != "pass"]
+
+
+# ----- every family: the library format it matches, and what its model writes --------------------
+
+# (family, the library format the draft takes, an output its model writes, the message it parses to)
+WRITTEN = [
+    ("pythonic_calls", "pythonic", '[get_weather(city="Paris", days=2)]<|eot_id|>',
+     {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
+    ("mistral_args", "mistral-args", 'Let me check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}</s>',
+     {"content": "Let me check.", "tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
+    ("granite_told", "granite", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]<|end_of_text|>',
+     {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
+    ("functools_phi", "functools", 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Rome"}}]<|end|>',
+     {"tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
+    ("deepseek_calls", "deepseek-v3", 'Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```'
+     '<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>', {"content": "Checking.", "tool_calls": [call("get_weather", city="Paris")]}),
+    ("qwen3_coder_xml", "qwen3-coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo\n</parameter>\n<parameter=days>\n2\n"
+     "</parameter>\n</function>\n</tool_call><|im_end|>", {"tool_calls": [call("get_weather", city="São Paulo", days=2)]}),
+    ("mistral_tool_calls", "mistral-json-list", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abc123def"}]</s>',
+     {"tool_calls": [{**call("get_weather", city="Paris"), "id": "abc123def"}]}),
+    ("command_actions", "command-r7b", '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}]'
+     "<|END_ACTION|><|END_OF_TURN_TOKEN|>", {"tool_calls": [call("get_weather", city="Paris")]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("family", "name", "output", "message"), WRITTEN, ids=[w[0] for w in WRITTEN])
+def test_each_family_drafts_the_library_format_its_model_writes(family: str, name: str, output: str, message: dict) -> None:
+    draft = drafted(family)
+    assert draft.format is not None and draft.format.name == name, draft.format
+    assert draft.report("tool_calls").status == "verified", draft.report("tool_calls")
+    assert f"library's `{name}` format" in draft.report("tool_calls").message
+    parsed = parse(family, output)
+    assert {k: v for k, v in parsed.items() if k != "role"} == message
+
+
+def test_a_format_told_in_the_instructions_but_not_written_in_history_is_taken_from_them() -> None:
+    # Granite's and Phi's templates write no call into history: the instructions name the format.
+    for family in ("granite_told", "functools_phi"):
+        report = drafted(family).report("tool_calls")
+        assert "its texts appear in the tool instructions" in report.message and "history probes" not in report.message
+        assert "the chat template never writes `tool_calls` into an assistant turn" in " ".join(report.notes)
+    # Phi's instructions show a whole call: it is parsed; Granite's name the delimiter in words.
+    assert "it parses the instruction's example" in drafted("functools_phi").report("tool_calls").message
+    assert "the instruction's example" not in drafted("granite_told").report("tool_calls").message
 
 
 # ----- what cannot be inferred --------------------------------------------------------------------

@@ -16,6 +16,7 @@ from functools import cache
 
 import regex
 from transformers.utils.chat_parsing import parse_response
+from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
 from ..checks.round_trip import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
@@ -211,8 +212,12 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
     """Parse the history probes that show calls (each field as the draft reads it, only the calls
     where some field is `known` to fail with the draft itself; the calls the history wrote), the
     format's examples and the instruction's example."""
-    spec = candidate.spec
-    drafted = set(spec["fields"])
+    drafted = set(candidate.spec["fields"])
+    try:
+        spec = load_response_template(candidate.spec)  # compiled once for every parse below
+    except Exception as e:  # noqa: BLE001 - a graft transformers rejects verifies nothing
+        candidate.failures.append(f"transformers rejects the combination: {e}")
+        return
     parsed = shown = 0
     for turn in turns:
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
@@ -226,7 +231,7 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
     candidate.probes = (parsed, shown)
     # The examples where this template's turn starts, after what the format's own prompt prefills.
-    anchor = _anchor(spec)
+    anchor = _anchor(candidate.spec)
     passed = applying = 0
     for example, prefill in applicable(candidate.format, drafted):
         applying += 1
@@ -235,7 +240,7 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         if why is not None and len(candidate.failures) < 3:
             candidate.failures.append(f"{example.name}: {why}")
     candidate.examples = (passed, applying)
-    candidate.example = call_example(told.instructions, spec["fields"]["tool_calls"], spec)
+    candidate.example = call_example(told.instructions, candidate.spec["fields"]["tool_calls"], spec)
 
 
 def applicable(fmt: Format, fields: set[str]) -> list[tuple[FormatExample, str]]:
@@ -250,8 +255,8 @@ def _standalone(name: str) -> tuple[tuple[FormatExample, str], ...]:
     """The format's examples with what their prompt prefills, those that parse to their message
     from the format's start anchor and that prefill (cached: the library is immutable)."""
     fmt = load_format(name)
-    spec = fmt.spec()
-    anchor, ends = _anchor(spec), _ends(spec["fields"])
+    data = fmt.spec()
+    anchor, ends, spec = _anchor(data), _ends(data["fields"]), load_response_template(data)
     out = []
     for example in fmt.examples:
         prefix = example.prefix or ""
@@ -274,7 +279,7 @@ def _ends(fields: dict) -> list[str]:
             for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or [])]  # fmt: skip
 
 
-def _parses(output: str, spec: dict, prefix: str, tools: list | None, expected: dict,
+def _parses(output: str, spec: dict | ResponseTemplate, prefix: str, tools: list | None, expected: dict,
             only: tuple[str, ...] | None = None) -> str | None:  # fmt: skip
     """None when `output` parses to `expected` (in the fields `only`, or all); else why not, in a few words."""
     try:

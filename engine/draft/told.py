@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import regex
 from transformers.utils.chat_parsing import parse_response
+from transformers.utils.chat_parsing.response_templates import ResponseTemplate
 
 from ..text import short
 from .probes import Context, Failure, Turn
@@ -86,7 +87,7 @@ def call_open(calls: dict) -> regex.Pattern | None:
     return _pattern(calls, "open")
 
 
-def call_example(instructions: str, calls: dict, spec: dict) -> Example | None:
+def call_example(instructions: str, calls: dict, spec: dict | ResponseTemplate) -> Example | None:
     """The example the instructions write for the tool-call field `calls` (the text from its open to
     its close, or to the end of the line; the shortest such stretch that writes something), parsed
     with the response template `spec`; None when the instructions show no such stretch."""
@@ -161,7 +162,7 @@ def _balanced_end(text: str, start: int, limit: int) -> int:
     return limit
 
 
-def _parsed(text: str, spec: dict) -> tuple[tuple[str, ...], str]:
+def _parsed(text: str, spec: dict | ResponseTemplate) -> tuple[tuple[str, ...], str]:
     """The names of the calls `spec` reads in `text`, or why none. An example is a call: text the
     field leaves to another one (`functools` before a bare JSON list) means it is not this format's."""
     try:

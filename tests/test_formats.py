@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+from transformers.utils.chat_parsing import parse_response
 
 from engine import formats as library
 from engine.checks.examples import check_examples
@@ -142,11 +143,95 @@ def test_an_unknown_format_names_the_known_ones() -> None:
 
 def test_every_limit_is_documented_with_its_example() -> None:
     page = (ROOT / "docs" / "spec-limits.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^## (\S+)$", page, flags=re.MULTILINE)
+    assert [h for h in headings if h in load_limits()] == list(load_limits()), "one section per limit, in file order"
     for limit in load_limits().values():
-        assert f"`{limit.id}`" in page, f"docs/spec-limits.md does not list {limit.id}"
+        section = page.split(f"## {limit.id}\n", 1)[1].split("\n## ", 1)[0]
+        assert "```" in section, f"the section on {limit.id} shows no minimal example"
         assert limit.feature and limit.example
-    used = {i for f in load_formats() for i in f.limit_ids}
-    assert used <= set(load_limits())
+
+
+def test_the_docs_table_is_the_library() -> None:
+    """docs/presets-and-formats.md's table says, for each format, what the loader says."""
+    page = (ROOT / "docs" / "presets-and-formats.md").read_text(encoding="utf-8")
+    rows = {m[0]: m[1] for m in re.findall(r"^\| `([\w.-]+)` \|(.*)$", page, flags=re.MULTILINE)}
+    assert sorted(rows) == FORMATS
+    for fmt in load_formats():
+        models, examples, stream_safe, portable, limits = [cell.strip() for cell in rows[fmt.name].split("|")[:5]]
+        assert models.split(", ") == [m.split("/")[1] for m in fmt.models]
+        assert int(examples) == len(fmt.examples)
+        assert (stream_safe, portable) == ("yes" if fmt.stream_safe else "no", "yes" if fmt.portable else "no")
+        assert re.findall(r"\[`([\w-]+)`\]", limits) == list(fmt.limit_ids)
+
+
+# Each limit, shown on its minimal example: the straightforward template gets it wrong (or fails),
+# so the limit is real; the library's workaround for it is verified by that format's examples.
+LIMIT_DEMOS = {
+    "json-without-delimiters": (
+        {"tool_calls": {"content": "json", "transform": {"function": "{content}"}}},
+        'It is sunny.<|eot_id|>'),
+    "delimiter-in-value": (
+        {"tool_calls": {"open": "[", "close": "<|eot_id|>", "content": "python-call-list"}},
+        "[get_weather(city='Paris')]<|eot_id|>"),
+    "call-list-without-brackets": (
+        {"tool_calls": {"open": "<function_calls>", "close": "</function_calls>", "content": "python-call-list"}},
+        "<function_calls>\nget_weather(city='Paris')\nget_time()\n</function_calls>"),
+    "python-literals": (
+        {"tool_calls": {"open": "<call>", "close": "</call>", "content": "xml-inline",
+                        "content_args": {"tag_pattern": "(?P<key>\\w+)=(?P<value>'[^']*'|\\S+)",
+                                         "value_parser": {"name": "json", "args": {"string_delims": [["'", "'"]], "allow_non_json": True}}}}},
+        "<call>label=None note='it\\'s'</call>"),
+    "transform-fallback": (
+        {"tool_calls": {"open": "[TOOL_CALLS]", "content": "json", "transform_each": True,
+                        "transform": {"id": "{id}", "function": {"name": "{name}", "arguments": "{arguments}"}}}},
+        '[TOOL_CALLS][{"name": "get_time", "arguments": {}}]'),
+    "shared-delimiter": (
+        {"tool_calls": {"open_pattern": "\\[TOOL_CALLS\\](?P<name>\\w+)\\[ARGS\\]", "close": ["[TOOL_CALLS]", "</s>"],
+                        "content": "json", "repeats": True, "transform": {"function": {"name": "{name}", "arguments": "{content}"}}},
+         "content": {"close": "</s>", "content": "text", "repeats": True, "join": ""}},
+        '[TOOL_CALLS]a[ARGS]{}[TOOL_CALLS]b[ARGS]{}</s>'),
+    "drop-text": (
+        {"content": {"close": "<|end_of_text|>", "content": "text"}},
+        "<response>Hello!</response><|end_of_text|>"),
+    "json-per-line": (
+        {"tool_calls": {"open": "<tool_calls>", "close": "</tool_calls>", "content": "json"}},
+        '<tool_calls>\n{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {}}\n</tool_calls>'),
+    "map-to-list": (
+        {"tool_calls": {"open": "<|tools_prefix|>", "close": "<|tools_suffix|>", "content": "json", "transform_each": True,
+                        "transform": {"function": {"name": "{name}", "arguments": "{arguments}"}}}},
+        '<|tools_prefix|>[{"get_weather": {"city": "Bern"}}]<|tools_suffix|>'),
+    "json-string-arguments": (
+        {"tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
+                        "transform": {"function": "{content}"}}},
+        '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}</tool_call>'),
+}
+
+
+def test_every_limit_has_a_demonstration() -> None:
+    assert sorted(LIMIT_DEMOS) == sorted(load_limits())
+
+
+@pytest.mark.parametrize("limit", sorted(LIMIT_DEMOS))
+def test_a_limit_is_real(limit: str) -> None:
+    """The plain template cannot read the limit's minimal example as it means: it fails, or it
+    gives something other than the intended calls and content."""
+    fields, output = LIMIT_DEMOS[limit]
+    spec = {"start_anchor": "<|im_start|>assistant\n", "fields": fields}
+    try:
+        message = parse_response(output, spec, prefix="")
+    except (ValueError, KeyError):
+        return  # the parse fails: the spec cannot say it this way
+    calls = message.get("tool_calls") or []
+    if limit == "python-literals":
+        assert calls == {"label": "None", "note": "it\\"}
+    elif limit == "shared-delimiter":
+        assert [c["function"]["name"] for c in calls] == ["a"] and message["content"] == "b[ARGS]{}"
+    elif limit == "drop-text":
+        assert message["content"] == "<response>Hello!</response>"
+    elif limit == "json-string-arguments":
+        assert calls[0]["function"]["arguments"] == '{"city": "Paris"}'
+    else:
+        pytest.fail(f"{limit}: the plain template parsed {message}")
 
 
 def test_cli_lists_the_library(cli) -> None:

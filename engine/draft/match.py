@@ -67,11 +67,10 @@ def choose(found: list[Candidate], history_calls: bool, turns: list[Turn]) -> Ch
     field off the history that parses its probes back."""
     choice = Choice()
     best = next((c for c in found if c.verifies), None)
-    for candidate in found:
-        if candidate is best or "the tool instructions" not in candidate.seen or candidate.history_agrees:
+    # When no format verifies, those the instructions name say why not, and what the spec lacks.
+    for candidate in found if best is None else []:
+        if "the tool instructions" not in candidate.seen or candidate.history_agrees:
             continue
-        if best is not None and best.format.name != candidate.format.name and not candidate.format.limits:
-            continue  # another format of the same texts verified: nothing to say
         why = "; ".join(candidate.failures) or _example_why(candidate) or "no example of it applies here"
         choice.notes.append(f"the `{candidate.format.name}` format's texts appear in the tool instructions, but it "
                             f"does not verify here ({why})")  # fmt: skip

@@ -164,9 +164,7 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
         totals["outputs"] += len(parsed)
         totals["outputs parsed"] += good
         reports = [draft.report(f) for f in FIELDS]
-        why = "; ".join(dict.fromkeys(w for w in parsed if w)) or ""
-        if why and draft.report("tool_calls").status == "not_inferable":  # type: ignore[union-attr]
-            why = draft.report("tool_calls").message.split(". ")[0].split(": ")[-1][:140]  # type: ignore[union-attr]
+        why = _why(draft, parsed) if good < len(parsed) else ""
         matched = draft.format.name if draft.format else "—"
         outputs = f"{good}/{len(parsed)}" if parsed else "—"
         print(f"| {path.stem} | {entry.get('format') or '(no tools)'} | {matched} | {' | '.join(cell(r) for r in reports)} | "
@@ -174,6 +172,24 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
     print(f"\nTool templates whose real outputs' calls all parse with the draft: {totals['right']} of {totals['tool templates']}; "
           f"outputs: {totals['outputs parsed']} of {totals['outputs']}.")  # fmt: skip
     return totals
+
+
+def _why(draft: Draft, parsed: list[str | None]) -> str:
+    """Why a template's real outputs do not parse, in a few words: what the draft says of its calls,
+    what the template refuses, and whether any library format's texts appear in what it renders."""
+    report = draft.report("tool_calls")
+    assert report is not None
+    if report.status == "not_inferable":
+        said = report.message.split(", so its delimiters")[0].split("; write this field")[0]
+        parts = [said.replace("`tool_calls` is left out: ", "history: ").rstrip(".")]
+    else:
+        parts = list(dict.fromkeys(w for w in parsed if w))
+    refused = next((n for n in report.notes if n.startswith("the chat template refuses")), None)
+    if refused:
+        parts.append(refused[:110])
+    if draft.format is None:
+        parts.append("no library format's call texts appear in what it renders")
+    return "; ".join(parts)
 
 
 def _parses_output(source: str, draft: Draft, output: dict, tools: dict, options: dict) -> str | None:

@@ -224,6 +224,8 @@ def test_calls_written_as_python_dicts_are_left_out_not_guessed() -> None:
     report = draft.report("tool_calls")
     assert report.status == "not_inferable" and "Python dict" in report.message
     assert "tool_calls" not in draft.response_template["fields"]
+    # The limit of the spec behind it, in the library's words (formats/limits.json), with its example.
+    assert [limit.split(":")[0] for limit in draft.limits] == ["Python literals outside python-call-list"]
 
 
 def test_reasoning_with_nothing_marking_its_start_is_left_out() -> None:

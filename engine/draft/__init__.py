@@ -27,7 +27,7 @@ from ..sandbox import bounded_or_why
 from .build import build
 from .locate import locate
 from .library import candidates
-from .match import Choice, Disagreement, Match, choose
+from .match import Choice, Disagreement, Match, choose, history_limits
 from .probes import FIELDS, Failure, Turn, render_turns
 from .told import what_is_told
 from .verify import Outcome, outcomes_of, probe_cases, run_probe_checks
@@ -174,8 +174,12 @@ def draft_response_template(
         else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
         for name in FIELDS
     ]
+    calls = draft.report("tool_calls")
+    assert calls is not None
     if choice.notes:
-        draft.report("tool_calls").notes += choice.notes  # type: ignore[union-attr]
+        calls.notes += choice.notes
+    if "tool_calls" not in taken:
+        draft.limits += [limit for limit in history_limits([calls.message, *calls.notes]) if limit not in draft.limits]
     if choice.disagreement is not None:
         documented = {**(documented or {}), "tool_calls": "the chat template writes calls in history unlike what the "
                       "tool instructions tell the model to write (see chat_lint.history_calls)"}  # fmt: skip

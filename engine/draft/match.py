@@ -11,8 +11,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..formats import load_limits
 from .library import Candidate, candidates
 from .probes import CALL_NAMES, Turn
+
+
+# What the draft says when it cannot read the history's calls, and the limit of the spec behind it
+# (formats/limits.json: the wording and minimal example live there, once).
+HISTORY_LIMITS = {
+    "written as a Python dict": "python-literals",
+    "arguments as a JSON string": "json-string-arguments",
+}
+
+
+def history_limits(texts: list[str]) -> list[str]:
+    """The spec's limits behind what the draft says about the history (`texts`: a report's message and notes)."""
+    catalogue = load_limits()
+    found = [i for phrase, i in HISTORY_LIMITS.items() if any(phrase in t for t in texts) and i in catalogue]
+    return [str(catalogue[i]) for i in dict.fromkeys(found)]
 
 
 @dataclass

@@ -170,7 +170,8 @@ def draft_response_template(
     draft.response_template = built.spec
     draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
     draft.fields = [
-        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, [])) if name in taken
+        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, []), turns, (documented or {}).get(name))
+        if name in taken
         else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
         for name in FIELDS
     ]
@@ -228,7 +229,8 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
     return FieldReport(name, "verified", f"{described} Parsed back exactly in all {shown} probes that show it.", notes, shown)
 
 
-def library_report(name: str, choice: Choice, left_out: str | None, failures: list[Failure], lost: list[str]) -> FieldReport:
+def library_report(name: str, choice: Choice, left_out: str | None, failures: list[Failure], lost: list[str],
+                   turns: list[Turn], documented: str | None) -> FieldReport:  # fmt: skip
     """The report of a field taken from a library format: what it is, what it parses, and how the
     history compares (`left_out`: why the history alone gave no such field)."""
     candidate = choice.candidate
@@ -236,11 +238,11 @@ def library_report(name: str, choice: Choice, left_out: str | None, failures: li
     spec = candidate.spec["fields"][name]
     described = describe(name, spec, False)
     source = f"It is the library's `{candidate.format.name}` format ({candidate.format.title}): {'; '.join(choice.match.how)}."
-    notes = []
+    notes = [f"documented difference: {documented}"] if documented else []
     refused = [f for f in failures if name in f.probe.message]
     if refused:
         notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
-    shown = candidate.probes[1]
+    shown = candidate.probes[1] if name == "tool_calls" else sum(1 for t in turns if any(s.field == name for s in t.spans))
     if lost:
         notes.append(_lost(lost))
     if choice.disagreement is not None and name == "tool_calls":

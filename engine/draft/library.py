@@ -179,14 +179,15 @@ def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | N
     <|end_of_role|>) holds the whole turn, so the calls could not open inside it: it becomes the
     implicit field, and its open part of the start anchor. Its name, or None."""
     anchors = out.get("start_anchor")
-    if not told.generation_prompts or not isinstance(anchors, (str, list)):
+    if not told.prompts or not isinstance(anchors, (str, list)):
         return None
     for name, field_spec in fields.items():
         opened = field_spec.get("open")
-        if name in taken or not isinstance(opened, str) or not all(g.endswith(opened) for g in told.generation_prompts):
+        # Every prompt, not only those that prefill it: Command R7B's opens <|START_RESPONSE|> only without tools.
+        if name in taken or not isinstance(opened, str) or not all(p.endswith(opened) for p in told.prompts):
             continue
-        longer = [g[g.rfind(a) :] for a in ([anchors] if isinstance(anchors, str) else anchors)
-                  for g in told.generation_prompts if a and a in g]  # fmt: skip
+        longer = [p[p.rfind(a) :] for a in ([anchors] if isinstance(anchors, str) else anchors)
+                  for p in told.prompts if a and a in p]  # fmt: skip
         if not longer:
             return None
         field_spec.pop("open")

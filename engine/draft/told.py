@@ -38,7 +38,8 @@ class Told:
 
     instructions: str
     generation_prompts: tuple[str, ...] = ()
-    prompt: str = ""  # the whole prompt with tools offered (what a format's examples are parsed after)
+    prompt: str = ""  # the whole prompt with tools offered
+    prompts: tuple[str, ...] = ()  # every probe context's prompt (generation prompt included)
 
     @property
     def text(self) -> str:
@@ -79,7 +80,7 @@ def what_is_told(turns: list[Turn], failures: list[Failure] = ()) -> Told:  # ty
         prompt = offered.prompt
         instructions = prompt[: max(0, prompt.rfind(offered.last_sentinel))]
     headers = tuple(dict.fromkeys(c.header for c in contexts.values() if c.header))
-    return Told(instructions, headers, prompt)
+    return Told(instructions, headers, prompt, tuple(c.prompt for c in contexts.values() if c.prompt))
 
 
 def call_open(calls: dict) -> regex.Pattern | None:

@@ -53,8 +53,8 @@ class Candidate:
 
     @property
     def verifies(self) -> bool:
-        """Every format example that applies here parses to its message (at least one with calls), and
-        the instruction's example, when there is one, parses."""
+        """Every format example that applies here parses to its message (at least one applies), and the
+        instruction's example, when there is one, parses (or only names the delimiter in words)."""
         parsed, applying = self.examples
         return applying > 0 and parsed == applying and (self.example is None or self.example.parses or self.example.prose)
 
@@ -78,6 +78,7 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
     if spec is None:
         return []
     history = "\n".join(t.output for t in turns if t.probe.message.get("tool_calls"))
+    known = {id(o.turn): set(o.failed) | set(o.spilled) for o in outcomes}
     out = []
     for fmt in load_formats():
         calls = fmt.response_template.get("fields", {}).get("tool_calls")
@@ -108,7 +109,7 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
             if grafted is None or (best is not None and grafted[0] == best.spec):
                 continue
             candidate = Candidate(fmt, grafted[0], grafted[1], seen, signature)
-            verify_candidate(candidate, turns, told, {id(o.turn): set(o.failed) | set(o.spilled) for o in outcomes})
+            verify_candidate(candidate, turns, told, known)
             if best is None or candidate.rank() > best.rank():
                 best = candidate
             if best.verifies:

@@ -18,6 +18,8 @@ from .text import MARKUP, escape
 
 # An instruction's example is a few lines; a "call" longer than this is prose between two mentions.
 _EXAMPLE_CHARS = 800
+# Mentions of a format's open looked at (instructions that repeat it more are not an example's).
+_MAX_MENTIONS = 50
 # A JSON value an instruction writes as a placeholder: `"name": <function-name>`, `"arguments":
 # <args-json-object>`, `"name": function name` (Llama 3.1), `"arguments": {arg-key: …}`.
 _PLACEHOLDER = regex.compile(
@@ -97,13 +99,16 @@ def call_example(instructions: str, calls: dict, spec: dict | ResponseTemplate) 
         return None
     closed = _pattern(calls, "close")
     best: tuple[int, int, tuple] | None = None
-    for match in opened.finditer(instructions):
+    for count, match in enumerate(opened.finditer(instructions)):
+        if count >= _MAX_MENTIONS:
+            break
         # To the close when it follows within the same paragraph, else to the end of the line.
-        line = instructions.find("\n", match.end())
-        end = body_end = len(instructions) if line < 0 else line
+        reach = match.end() + _EXAMPLE_CHARS  # every search below stays within an example's length
+        line = instructions.find("\n", match.end(), reach)
+        end = body_end = min(len(instructions), reach) if line < 0 else line
         if closed is not None:
-            after = closed.search(instructions, match.end(), match.end() + _EXAMPLE_CHARS)
-            paragraph = instructions.find("\n\n", match.end())
+            after = closed.search(instructions, match.end(), reach)
+            paragraph = instructions.find("\n\n", match.end(), reach)
             if after is not None and (paragraph < 0 or after.end() <= paragraph):
                 end, body_end = after.end(), after.start()
         # A bracketed value right after the open ends where its brackets close (`functools[{…}]`,

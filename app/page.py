@@ -27,6 +27,7 @@ from engine.workspace import Workspace
 
 from . import case_panel as cases
 from . import draft_panel as drafts
+from . import format_panel as formats
 from . import run_panel as runs
 from . import token_panel as tokens
 from .case_form import FORM_FIELDS, CaseForm, save_form
@@ -399,6 +400,16 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_apply"].click, drafts.apply_draft, ["session", "response_template"], drafts.APPLIED))
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
+    # The format library: the search filters the picker; a pick is reviewed as a diff, applied (and
+    # undone) as a draft is; its examples can become recordings.
+    ui.on(ui["format_search"].input, formats.search_formats, ["format_search"], ["format_picker", "format_status"],
+          trigger_mode="always_last", **quiet)
+    ui.on(ui["format_picker"].select, formats.pick_format, [*EDITED, "format_picker"], formats.SHOWN, **quiet)
+    then_refresh(ui.on(ui["format_apply"].click, formats.apply_format, ["session", "response_template", "format_picker"],
+                       formats.APPLIED))
+    then_refresh(ui.on(ui["format_examples"].click, formats.add_examples, [*EDITED, "format_picker"], formats.EXAMPLES_SHOWN,
+                       **quiet))
+    ui.on(ui["format_discard"].click, formats.discard_format, [], formats.SHOWN, **quiet)
 
     # Checks take a render worker for up to a minute: at most two at once, so renders always find one.
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,

@@ -13,6 +13,7 @@ from transformers.utils.chat_parsing import parse_response
 
 from .. import limits
 from ..cases import Case
+from ..presets import thawed
 from ..regex_bounds import RegexTimeout, regex_budget
 from ..response_spec import load_response_spec
 from ..text import short
@@ -38,7 +39,7 @@ def check_examples(
     """For each example: whether it parses to its expected message (`example.parse`) and whether
     streaming it in any chunking gives the same message and events (`example.streaming`, the
     streaming check with `random_splits` seeded random splits). Never raises."""
-    text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
+    text = response_template if isinstance(response_template, str) else json.dumps(thawed(response_template), indent=2)
     loaded = load_response_spec(text)
     if not loaded.ok:
         return [CheckResult(PARSE, "fail", f"The response template does not load: {loaded.diagnostics[0].message}")]

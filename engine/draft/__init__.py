@@ -256,7 +256,8 @@ def library_report(name: str, choice: Choice, left_out: str | None, failures: li
     if candidate.verifies and (candidate.history_agrees or not shown or choice.disagreement is not None):
         return FieldReport(name, "verified", f"{described} {source}", notes, shown)
     why = (f" It does not parse {shown - parsed} of the {shown} history probes with calls"
-           + (": the format needs what the spec cannot say (below)." if candidate.format.limits else ".")
+           + (": the format needs what the spec cannot say (below)." if candidate.format.limits
+              else ": the calls come back, their arguments differ." if candidate.named == shown else ".")
            if parsed < shown else " Not every example the format has parses here.")  # fmt: skip
     return FieldReport(name, "unverified", f"{described} {source}{why}", notes, shown)
 

@@ -33,8 +33,9 @@ _REGEX_SPECIAL = set("()[]{}*+?|.^$")
 @dataclass
 class Candidate:
     """The draft with a format's fields in it, and what it parses: `probes` (history probes that show
-    calls: parsed back, shown), `examples` (the format's examples that apply here: parsed, applying),
-    the instruction's `example`, and where the format's texts were seen."""
+    calls: parsed back, shown; `named`: those whose calls at least come back with their names),
+    `examples` (the format's examples that apply here: parsed, applying), the instruction's
+    `example`, and where the format's texts were seen."""
 
     format: Format
     spec: dict
@@ -45,6 +46,7 @@ class Candidate:
     probes: tuple[int, int] = (0, 0)
     examples: tuple[int, int] = (0, 0)
     failures: list[str] = field(default_factory=list)
+    named: int = 0  # history probes whose calls come back with the right names (the call's shape is read)
 
     @property
     def told(self) -> bool:
@@ -220,7 +222,7 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
     except Exception as e:  # noqa: BLE001 - a graft transformers rejects verifies nothing
         candidate.failures.append(f"transformers rejects the combination: {e}")
         return
-    parsed = shown = 0
+    parsed = shown = named = 0
     for turn in turns:
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
             continue
@@ -230,8 +232,10 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         expected["tool_calls"] = [c for i, c in enumerate(turn.message["tool_calls"]) if CALL_NAMES[i] in turn.output]
         # Where the draft itself gets a field wrong, its text may land in another: the calls alone.
         fields = ("tool_calls",) if known.get(id(turn)) else tuple(sorted(drafted | {"tool_calls"}))
-        parsed += _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
-    candidate.probes = (parsed, shown)
+        read = _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
+        parsed += read
+        named += read or _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, names=True) is None
+    candidate.probes, candidate.named = (parsed, shown), named
     # The examples where this template's turn starts, after what the format's own prompt prefills.
     anchor = _anchor(candidate.spec)
     passed = applying = 0
@@ -282,13 +286,17 @@ def _ends(fields: dict) -> list[str]:
 
 
 def _parses(output: str, spec: dict | ResponseTemplate, prefix: str, tools: list | None, expected: dict,
-            only: tuple[str, ...] | None = None) -> str | None:  # fmt: skip
-    """None when `output` parses to `expected` (in the fields `only`, or all); else why not, in a few words."""
+            only: tuple[str, ...] | None = None, names: bool = False) -> str | None:  # fmt: skip
+    """None when `output` parses to `expected` (in the fields `only`, or all; with `names`, only the
+    calls' names); else why not, in a few words."""
     try:
         message = parse_response(output, spec, prefix=prefix, tools=tools)
     except Exception as e:  # noqa: BLE001 - the parser's message is the reason
         return f"does not parse ({type(e).__name__})"
     got, want = normalise_message(message), normalise_message(expected)
+    if names:
+        called = [[c.get("name") if isinstance(c, dict) else c for c in m.get("tool_calls", [])] for m in (got, want)]
+        return None if called[0] == called[1] else "the calls' names differ"
     differing = sorted(k for k in set(got) | set(want) if got.get(k) != want.get(k) and (only is None or k in only))
     return None if not differing else f"{', '.join(differing)} differ"
 

@@ -104,7 +104,9 @@ def choose(found: list[Candidate], history_calls: bool, turns: list[Turn]) -> Ch
         return choice
     choice.candidate = best
     choice.match = Match(best.format.name, best.format.title, how(best), list(best.format.limits))
-    if best.told and shown and not best.history_agrees:
+    # The history writes calls in another shape than the model is told (not only argument values
+    # in another notation, Seed-OSS's Python lists: the round trip shows those).
+    if best.told and shown and best.named < shown:
         turn = next(t for t in turns if t.probe.message.get("tool_calls") and CALL_NAMES[0] in t.output)
         choice.disagreement = Disagreement(best.format.name, best.example.text if best.example else "",
                                            turn.output.strip(), turn.probe.label, best.probes)  # fmt: skip

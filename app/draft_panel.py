@@ -126,6 +126,29 @@ def discard_draft(session: Session) -> dict[str, Any]:
             "draft_status": ""}  # fmt: skip
 
 
+def _library_rows(draft: Draft) -> list[str]:
+    """The library format the calls come from, the history/instructions disagreement with both texts
+    side by side, and what the spec cannot say."""
+    rows = []
+    if draft.format is not None:
+        rows.append(f'<div class="draft-format">From the format library: <b>{esc(draft.format.name)}</b> '
+                    f'({esc(draft.format.title)}); {esc("; ".join(draft.format.how))}.</div>')  # fmt: skip
+    found = draft.disagreement
+    if found is not None:
+        rows.append(
+            '<div class="draft-disagreement"><b>The history writes calls unlike what the model is told</b> (a bug in '
+            f'the chat template; the draft follows the instructions): {found.parsed[0]} of {found.parsed[1]} history '
+            'probes with calls parse with the format the instructions describe.<div class="draft-sides">'
+            f'<div>What the model is told to write<pre>{esc(found.told)}</pre></div>'
+            f'<div>What the history writes ({esc(found.probe)})<pre>{esc(found.history)}</pre></div></div></div>'
+        )
+    limits = [*(draft.format.limits if draft.format else []), *draft.limits]
+    if limits:
+        items = "".join(f"<li>{esc(limit)}</li>" for limit in dict.fromkeys(limits))
+        rows.append(f'<div class="draft-limits">What the response-template spec cannot say here:<ul class="draft-notes">{items}</ul></div>')
+    return rows
+
+
 def report_html(draft: Draft) -> str:
     """Per field: verified / not verified / not inferable, what was read or why not, and the notes;
     then the checks on the probes and any diagnostics."""
@@ -139,6 +162,7 @@ def report_html(draft: Draft) -> str:
             + (f'<ul class="draft-notes">{notes}</ul>' if notes else "")
             + "</div>"
         )
+    rows += _library_rows(draft)
     if draft.checks:
         counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
         worst = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"

@@ -3,7 +3,9 @@ JSON|FILE] [--tokenizer FILE|FOLDER] [--json]`: draft the response template a ch
 with a report of what it could and could not infer.
 
 Prints the response template (the report goes to stderr), or with `--json`
-{"response_template", "report": {"fields", "checks", "probes", "seconds"}, "diagnostics"}.
+{"response_template", "report": {"fields", "checks", "probes", "seconds", "format", "disagreement", "limits"},
+"diagnostics"}: `format` is the library format the calls come from (name, title, how it was matched and
+verified, its limits), `disagreement` the history's and the instructions' texts when they differ.
 Exit codes: 0 a draft was made, 1 none could be (the chat template does not render, or shows no
 field), 2 bad usage."""
 
@@ -73,6 +75,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"{report.field}: {report.status.replace('_', ' ')}. {report.message}", file=sys.stderr)
             for note in report.notes:
                 print(f"    - {note}", file=sys.stderr)
+        if draft.format is not None:
+            print(f"format: {draft.format.name} ({draft.format.title}); {'; '.join(draft.format.how)}", file=sys.stderr)
+        if draft.disagreement is not None:
+            print(f"history vs instructions: {draft.disagreement.describe()}", file=sys.stderr)
+        for limit in dict.fromkeys([*(draft.format.limits if draft.format else []), *draft.limits]):
+            print(f"the spec cannot say: {limit}", file=sys.stderr)
         counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
         print(f"checks on the probes: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed; "
               f"{draft.probes} probes in {draft.seconds:.2f} s", file=sys.stderr)  # fmt: skip

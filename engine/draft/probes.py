@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +81,8 @@ class Context:
     thinking: bool = True
     last_sentinel: str = USER  # the text of the last message, after which the prompt's tail starts
     parts: bool = False  # messages' text given as content parts (a template that reads only parts)
+    prompt: str = ""  # the conversation rendered with the generation prompt (once rendered)
+    header: str = ""  # ... its generation prompt ("" when the template adds none)
 
 
 @dataclass
@@ -194,14 +197,18 @@ def probes_for(context: Context) -> list[Probe]:
 
 
 def render_turns(
-    chat_template: str | dict, special_tokens: dict, kwargs: dict, stop_tokens: list[str]
+    chat_template: str | dict, special_tokens: dict, kwargs: dict, stop_tokens: list[str],
+    select: Callable[[Probe], bool] | None = None,
 ) -> tuple[list[Turn], list[Failure]]:
-    """Render every probe. A probe the template refuses (raise_exception, an error) is a failure with
-    the template's message, not an error of the draft."""
+    """Render every probe (or those `select` keeps; a context none of whose probes it keeps is not
+    rendered). A probe the template refuses (raise_exception, an error) is a failure with the
+    template's message, not an error of the draft."""
     turns: list[Turn] = []
     failures: list[Failure] = []
     for context in contexts(thinking_kwarg(chat_template), kwargs):
-        probes = probes_for(context)
+        probes = [p for p in probes_for(context) if select is None or select(p)]
+        if not probes:
+            continue
 
         def draw(messages: list[dict], generation: bool) -> tuple[Any, str | None]:
             return _render_adapted(chat_template, messages, context, generation, special_tokens)
@@ -221,6 +228,7 @@ def render_turns(
         without, _ = draw(context.messages, False)
         # The generation prompt: what the prompt adds to the conversation rendered without it.
         header = prompt.prompt[len(without.prompt) :] if without.ok and prompt.prompt.startswith(without.prompt) else ""
+        context.prompt, context.header = prompt.prompt, header
         at = prompt.prompt.rfind(context.last_sentinel)
         if at < 0:
             failures += [Failure(p, "the prompt does not contain the last message's text, so the turn cannot be found")

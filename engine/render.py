@@ -29,6 +29,9 @@ MAX_PROMPT_CHARS = limits.MAX_PROMPT_CHARS
 
 # Names the renderer passes itself; a template kwarg with one of these names would be ambiguous.
 RESERVED_KWARGS = frozenset({"messages", "tools", "documents", "add_generation_prompt", "chat_template"})
+# How a diagnostic of the template's own raise_exception(...) begins: a refusal the author wrote on
+# purpose, unlike an error of the template's code (the checks tell the two apart).
+REFUSAL = "The template raised: "
 
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
@@ -329,7 +332,7 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
         )
     if type(error) is jinja2.TemplateError:
         # raise_exception(...) in the template: the author's own message, shown as written.
-        return f"The template raised: {text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
+        return f"{REFUSAL}{text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
     return f"{type(error).__name__}: {text}", None, None
 
 

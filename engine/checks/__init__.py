@@ -196,7 +196,7 @@ def _run(
         report.checks += engine_results
     if "tokens" in families:
         report.checks += _guarded("tokens", lambda: check_tokens(ctx, outputs))
-    if ctx.default_cases:
+    if ctx.default_cases and ctx.cases:
         names = ", ".join(repr(c.name) for c in ctx.cases)
         for result in report.checks:
             if result.subject and result.subject.startswith(("case", "rendered turn")):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import combinations, cycle
@@ -17,8 +18,9 @@ from itertools import combinations, cycle
 from ..cases import Case
 from ..content_parts import as_parts, drops_string_text
 from ..diagnostics import Diagnostic
+from ..render import REFUSAL
 from .context import CheckContext, parts_case
-from .results import CheckResult
+from .results import CheckResult, Location
 
 NAME = "template.requires"
 # Tool-call ids as Mistral's templates demand them (9 alphanumerics); any template takes them.
@@ -149,6 +151,7 @@ def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[Ch
     tools = next((c.tools for c in cases if c.tools), None)
     fitted: list[Case] = []
     results: list[CheckResult] = []
+    left_out: list[Diagnostic] = []
     if ctx.reads_parts:
         cases = [*cases, parts_case()]
     for case in cases:
@@ -175,6 +178,9 @@ def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[Ch
             "left out. Give cases of your own (--cases) to check with conversations the template accepts.",
             subject=f"case {case.name!r}",
         ))  # fmt: skip
+        left_out.append(problem)
+    if cases and not fitted:
+        results.append(_nothing_fits(left_out))
     return fitted, results
 
 
@@ -189,3 +195,29 @@ def _search(ctx: CheckContext, case: Case, tools: list[dict] | None) -> tuple[Ca
             if fit_problem(ctx, adapted) is None:
                 return adapted, combo
     return None
+
+
+def _nothing_fits(problems: list[Diagnostic]) -> CheckResult:
+    """No built-in conversation renders, so nothing else is checked. A template that refuses them all
+    with raise_exception may be made for other conversations, and one that reads a variable nobody
+    passed may need a template kwarg (FireFunction's `functions`): warnings that say what to give. One
+    that fails on them with another error of its own code (a filter transformers does not have, a
+    type error) fails with apply_chat_template too, on the plainest exchange: a failure, at its place."""
+    bug = next((p for p in problems if p.severity == "error" and not p.message.startswith(REFUSAL)), None)
+    unpassed = _UNDEFINED_NAME.search(bug.message) if bug is not None else None
+    if bug is not None and unpassed is None:
+        where = Location("chat_template", bug.line, bug.column) if bug.source == "chat_template" and bug.line else None
+        return CheckResult("template.renders", "fail", f"No built-in conversation renders, not even a plain exchange: "
+                           f"{bug.message}", where)  # fmt: skip
+    if unpassed is not None:
+        name = unpassed.group(1)
+        return CheckResult(NAME, "warn", f"No built-in conversation renders: the chat template reads `{name}`, which "
+                           f"is not passed, so the other checks had nothing to check. If it is a template kwarg, give "
+                           f"it (--template-kwargs '{{\"{name}\": …}}'); if it is a typo, fix it.",
+                           Location("chat_template", bug.line, bug.column) if bug.line else None)  # fmt: skip
+    return CheckResult(NAME, "warn", "No built-in conversation fits this chat template (it refuses each of them, "
+                       "even adapted), so the other checks had nothing to check. Give cases of your own (--cases).")
+
+
+# A top-level name read and never passed (not a key missing from a message: "has no attribute").
+_UNDEFINED_NAME = re.compile(r"'(\w+)' is undefined")

@@ -8,7 +8,6 @@ its time, and its heap is capped."""
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
@@ -16,12 +15,13 @@ import subprocess
 import threading
 from pathlib import Path
 
+from . import npm
+
 PACKAGE = "@huggingface/jinja"
 VERSION = "0.5.11"
 SCRIPT = Path(__file__).with_name("render_jinja_js.mjs")
 # Node's heap for one batch: chat templates need a few MB; a template building huge strings stops here.
 HEAP_MB = 256
-INSTALL_TIMEOUT = 180.0
 
 _lock = threading.Lock()
 _status: dict[str, str | None] = {}
@@ -36,19 +36,12 @@ def module_path() -> Path:
     return cache_dir() / "node_modules" / "@huggingface" / "jinja" / "dist" / "index.js"
 
 
-def _installed_version() -> str | None:
-    try:
-        return json.loads((module_path().parent.parent / "package.json").read_text()).get("version")
-    except (OSError, ValueError):
-        return None
-
-
 def unavailable() -> str | None:
     """Why this engine cannot run here (None when it can). Only looks: `install` runs npm, so a check
     (in a worker, on a visitor's clock) never waits for an install."""
     if shutil.which("node") is None:
         return "not checked: Node.js not found"
-    if _installed_version() == VERSION:
+    if npm.installed_version(cache_dir(), PACKAGE) == VERSION:
         return None
     with _lock:
         failed = _status.get(str(cache_dir()))
@@ -62,30 +55,7 @@ def unavailable() -> str | None:
 def _prepare() -> str | None:
     if shutil.which("node") is None:
         return "not checked: Node.js not found"
-    if _installed_version() == VERSION:
-        return None
-    npm = shutil.which("npm")
-    if npm is None:
-        return f"not checked: {PACKAGE} is not installed and npm was not found"
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    # Several processes (test workers, app workers) may start at once: one installs, the others wait.
-    with open(folder / ".install-lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed_version() == VERSION:
-            return None
-        try:
-            done = subprocess.run(
-                [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-package-lock",
-                 "--loglevel=error", f"{PACKAGE}@{VERSION}"],
-                capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"not checked: installing {PACKAGE} failed ({type(e).__name__})"
-    if done.returncode != 0 or _installed_version() != VERSION:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"not checked: installing {PACKAGE} failed ({last})"
-    return None
+    return npm.install(cache_dir(), PACKAGE, VERSION)
 
 
 def install() -> str | None:

@@ -118,7 +118,8 @@
       const add = button('+ part', `Add a content part to ${who}`, () => {
         const t = type.value;
         content.push(t === 'text' ? { type: 'text', text: '' } : { type: t, [shape.parts[t][0]]: '' });
-        change({ focus: `[data-message="${i}"] .conv-part:last-of-type textarea, [data-message="${i}"] .conv-part:last-of-type input` });
+        const added = `[data-part="${who}-${content.length - 1}"]`;
+        change({ focus: `${added} textarea, ${added} input` });
       });
       const plain = content.length === 1 && isObject(content[0]) && content[0].type === 'text'
         ? button('Use plain text', `Make the content of ${who} plain text`, () => { message.content = content[0].text ?? ''; change(); })
@@ -195,7 +196,7 @@
     const add = button('+ tool call', `Add a tool call to ${who}`, () => {
       if (!Array.isArray(message.tool_calls)) message.tool_calls = [];
       message.tool_calls.push({ type: 'function', function: { name: '', arguments: {} } });
-      change({ focus: `[data-message="${i}"] .conv-call:last-of-type .conv-call-name` });
+      change({ focus: `[data-message="${i}"] [data-call="${message.tool_calls.length - 1}"] .conv-call-name` });
     });
     return h('div', { class: 'conv-calls' }, cards, h('div', { class: 'conv-row' }, add));
   }

@@ -129,12 +129,26 @@
       const scroller = content.closest('.cm-scroller');
       if (content.getAttribute('contenteditable') === 'true') {
         if (!content.hasAttribute('tabindex')) content.setAttribute('tabindex', '0');
+        if (!content.hasAttribute('aria-describedby')) describeKeys(content);
       } else if (scroller && scroller.getAttribute('tabindex') !== '0') {
         scroller.setAttribute('tabindex', '0');  // a read-only editor (the parsed message): scroll it by keyboard
       }
     }
     // Gradio's "empty" placeholder is a labelled <div> without a role (an icon): say what it is.
     for (const empty of document.querySelectorAll('div.empty[aria-label]:not([role])')) empty.setAttribute('role', 'img');
+  }
+  // In a code editor Tab indents (as authors expect), so the way out is said where it applies: a
+  // note shown while the editor has focus (WCAG 2.1.2), also read out with the editor.
+  let hints = 0;
+  function describeKeys(content) {
+    const editor = content.closest('.cm-editor');
+    if (!editor || !editor.parentElement) return;
+    const hint = document.createElement('div');
+    hint.className = 'kbd-hint';
+    hint.id = `kbd-hint-${++hints}`;
+    hint.textContent = 'Tab indents · Esc then Tab leaves the editor · Ctrl+Enter runs';
+    editor.after(hint);
+    content.setAttribute('aria-describedby', hint.id);
   }
   afterChange.push(fixPalette, fixFocus);
 

@@ -298,7 +298,7 @@ def build() -> gr.Blocks:
             # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
             # takes no room from the workbench.
             ui.add(status=gr.HTML(elem_id="top-status", min_width=120))
-            with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
+            with gr.Accordion("Load from Hub or files", open=False, elem_id="load-accordion"):
                 with gr.Row():
                     label = "Repo id or local folder" if policy().allow_paths else "Repo id"
                     repo = gr.Textbox(label=label, placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")

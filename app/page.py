@@ -265,9 +265,9 @@ def pick_recording(session: Session, recording: str, form_case: str, **form: Any
 
 
 START_HERE = (
-    '<div class="start-here" id="start-here"><b>Start here:</b> pick a preset, edit either template (the prompt '
-    "updates as you type), press <b>▶ Run</b>, and read the output region by region. "
-    '<button class="start-here-close" title="Hide this line">×</button></div>'
+    '<div class="start-here" id="start-here"><span><b>Start here:</b> pick a preset, edit either template (the prompt '
+    "updates as you type), press <b>▶ Run</b> (Ctrl+Enter), and read the output region by region.</span>"
+    '<button class="start-here-close" title="Hide this line" aria-label="Hide this line">×</button></div>'
 )
 # On a phone the two editors share one place: this switch shows one at a time.
 EDITOR_SWITCH = (

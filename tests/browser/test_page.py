@@ -45,7 +45,7 @@ def line_height(page: Page, editor: str) -> float:
 # (not one that scrolls) ends before the text does.
 CUT_LABELS_JS = """() => {
   const selector = '[data-testid="block-info"], [data-testid="block-label"], .label-text, label, button, .label-wrap span, '
-    + '.panel-title, .conv-label, legend, .chip, [role=tab], .view-switch button';
+    + '.panel-title, .conv-label, legend, .chip, [role=tab], .view-switch button, .header .title, .header .version';
   const cut = [];
   for (const el of document.querySelectorAll(selector)) {
     const r = el.getBoundingClientRect();
@@ -134,17 +134,30 @@ def test_the_row_under_the_workbench_uses_its_width(page: Page):
     assert abs(case["y"] - side["y"]) < 2  # side by side, not stacked
 
 
+def settled(page: Page, *selectors: str) -> None:
+    """Wait until Gradio has stopped fading `selectors` (it dims an output while an event that
+    writes it runs, and fades it back in): what axe measures is what a person then reads."""
+    page.wait_for_function(
+        """(sels) => sels.every((sel) => { for (let e = document.querySelector(sel); e; e = e.parentElement) {
+                                              if (getComputedStyle(e).opacity !== '1') return false; }
+                                            return true; })""",
+        arg=list(selectors),
+    )
+
+
 def audit_states(page: Page, theme: str) -> dict[str, list[dict]]:
     """axe's serious and critical violations on the first screen, after a run, on Checks and on Publish."""
     found = {"first screen": axe.serious(axe.audit(page))}
     set_number(page, "pace", 0)
     page.click("#run-button")
     assert "done" in wait_for_run(page)
+    settled(page, "#stream-view", "#events-view", "#message-view")
     found["after a run"] = axe.serious(axe.audit(page))
     page.click('#tabs button[role=tab]:has-text("Checks")')
     page.click("#checks-run")
     expect(page.locator("#checks-summary .checks-summary")).to_be_visible(timeout=90_000)
     expect(page.locator("#engines-table")).to_contain_text("MiniJinja", timeout=30_000)
+    settled(page, "#checks-summary", "#checks-list .check-row", "#engines-table")
     found["Checks"] = axe.serious(axe.audit(page))
     page.click('#tabs button[role=tab]:has-text("Publish")')
     expect(page.locator("#publish-preview")).to_be_visible()
@@ -373,7 +386,15 @@ def test_diagnostics_are_marked_when_they_change_not_on_a_timer(page: Page):
     page.keyboard.insert_text(BROKEN_ON_LINE_3)
     gutter = page.locator("#chat-editor .cm-gutterElement.diag-gutter-error")
     expect(gutter).to_have_text("3")
-    # Take the mark away by hand: nothing puts it back while nothing changes (a timer would, within a second).
+    # Once the page is quiet (every answer to the edit drawn), take the mark away by hand: nothing puts
+    # it back while nothing changes (a timer would, within a second).
+    page.evaluate("""() => new Promise((done) => {
+        let last = performance.now();
+        const seen = new MutationObserver(() => { last = performance.now(); });
+        seen.observe(document.body, {childList: true, subtree: true, characterData: true});
+        const check = () => { if (performance.now() - last > 1000) { seen.disconnect(); done(); } else setTimeout(check, 100); };
+        check();
+    })""")
     page.evaluate("document.querySelector('#chat-editor .diag-gutter-error').classList.remove('diag-gutter-error')")
     page.wait_for_timeout(2500)
     expect(gutter).to_have_count(0)

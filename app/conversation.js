@@ -12,6 +12,7 @@
   let shape = null;
   let messages = null;   // what the cards show (the last list that parsed)
   let lastText = null;   // the JSON text last read from, or written to, the JSON view
+  let lastDoc = null;    // CodeMirror's (immutable) document last read: the same object, nothing to read
   let broken = false;
 
   const box = () => document.getElementById('conversation');
@@ -23,6 +24,7 @@
     root.classList.toggle('messages-json', which === 'json');
     for (const b of document.querySelectorAll('.view-switch button')) b.setAttribute('aria-pressed', String(b.dataset.view === which));
     try { window.localStorage.setItem(VIEW_KEY, which); } catch (e) {}
+    if (which !== 'json') read();
   }
   document.addEventListener('click', (event) => {
     const pick = event.target.closest('.view-switch button');
@@ -37,7 +39,11 @@
     const el = box();
     if (!editor || !el) return;
     if (!shape) shape = JSON.parse(el.dataset.shape);
-    const text = editor.state.doc.toString();
+    // While the JSON view is the one shown, the cards are drawn when the conversation is shown again.
+    if (el.dataset.ready && root.classList.contains('messages-json') && !root.classList.contains('presenting')) return;
+    if (editor.state.doc === lastDoc && el.dataset.ready) return;
+    lastDoc = editor.state.doc;
+    const text = lastDoc.toString();
     if (text === lastText && el.dataset.ready) return;
     lastText = text;
     let parsed;
@@ -54,6 +60,7 @@
     lastText = text;
     // A user event, so Gradio sends it to the server as an edit of the messages (its `input`).
     editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text }, userEvent: 'input.type' });
+    lastDoc = editor.state.doc;
   }
 
   // ----- drawing the cards ---------------------------------------------------------------------------
@@ -280,16 +287,16 @@
   }
 
   // ----- presentation mode: the conversation moves into the workbench -------------------------------
-  document.addEventListener('playground:present', (event) => {
+  function place() {
     const el = box();
-    if (!el) return;
     const slot = document.querySelector('#present-conversation .present-slot');
-    const home = document.getElementById('conversation-box');
-    if (event.detail.on && slot) slot.append(el);
-    else if (!event.detail.on && home) home.querySelector('.view-switch').after(el);
-  });
-  if (root.classList.contains('presenting')) document.dispatchEvent(new CustomEvent('playground:present', { detail: { on: true } }));
+    const home = document.querySelector('#conversation-box .view-switch');
+    if (!el || !slot || !home) return;
+    if (root.classList.contains('presenting')) { if (el.parentElement !== slot) slot.append(el); }
+    else if (el.previousElementSibling !== home) home.after(el);
+  }
+  document.addEventListener('playground:present', () => { place(); read(); });
 
   // The JSON view changes when the author types in it, or the server shows another case or preset.
-  window.playgroundAfterChange(read);
+  window.playgroundAfterChange(() => { place(); read(); });
 }

@@ -271,7 +271,7 @@ START_HERE = (
 )
 # On a phone the two editors share one place: this switch shows one at a time.
 EDITOR_SWITCH = (
-    '<div class="editor-switch" role="group" aria-label="Editor shown"><button data-show="chat" class="active" '
+    '<div class="editor-switch" role="group" aria-label="Editor shown"><button data-show="chat" '
     'aria-pressed="true">Chat template</button><button data-show="response" aria-pressed="false">Response template</button></div>'
 )
 # Presentation mode (for a classroom's projector): larger type and only the teaching flow; the page's

@@ -57,9 +57,16 @@
     const editor = view();
     if (!editor || broken) return;
     const text = JSON.stringify(messages, null, 2);
+    const old = editor.state.doc.toString();
     lastText = text;
+    if (text === old) return;
+    // Only the part that changed, so the JSON view keeps its scroll position and a fine-grained undo.
+    let from = 0;
+    while (from < old.length && from < text.length && old[from] === text[from]) from++;
+    let oldEnd = old.length, newEnd = text.length;
+    while (oldEnd > from && newEnd > from && old[oldEnd - 1] === text[newEnd - 1]) { oldEnd--; newEnd--; }
     // A user event, so Gradio sends it to the server as an edit of the messages (its `input`).
-    editor.dispatch({ changes: { from: 0, to: editor.state.doc.length, insert: text }, userEvent: 'input.type' });
+    editor.dispatch({ changes: { from, to: oldEnd, insert: text.slice(from, newEnd) }, userEvent: 'input.type' });
     lastDoc = editor.state.doc;
   }
 

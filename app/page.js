@@ -83,7 +83,6 @@
   afterChange.push(markPresenting);
   const asked = new URLSearchParams(window.location.search).get('present');
   if (asked && asked !== '0') present(true);
-  window.playgroundPresent = present;
 
   // ----- accessibility of Gradio's widgets ---------------------------------------------------------
   // Code editors: Gradio's light code theme (Nord) writes names, strings and keywords in colours

@@ -172,7 +172,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     case = workspace.case
     # What the run belongs to, as it starts: the author may edit while it streams (the run is then stale).
     ran_with = run_key(workspace)
-    rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
+    rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.owner)
     if rendered.prompt is None:
         yield not_started([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics])
         return

@@ -60,7 +60,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     # One call to the worker for the prompt and where its generation prompt starts: the template is
     # compiled once (each edit is a new template to compile, the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
-    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True)
+    result = workspace.render(case, timeout=timeout, owner=session.owner, with_generation_start=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:

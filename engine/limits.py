@@ -51,3 +51,26 @@ MAX_JSON_DEPTH = int(_number("PLAYGROUND_MAX_JSON_DEPTH", 100))
 WORKER_MEMORY_BYTES = int(_number("PLAYGROUND_WORKER_MEMORY_MB", 1536) * 1024 * 1024)
 RENDER_WORKERS = int(_number("PLAYGROUND_RENDER_WORKERS", 2))
 MAX_RENDER_WORKERS = max(RENDER_WORKERS, int(_number("PLAYGROUND_MAX_RENDER_WORKERS", 6)))
+
+# What one visitor may hold and use (engine.budget, engine.clients): a session's workspace, counted
+# when it arrives (an edit, a preset, a share link, files, a Hub load); every session of one client
+# together; all sessions of the server. Over a budget, the longest-idle sessions are released first.
+MAX_CASES = int(_number("PLAYGROUND_MAX_CASES", 50))
+# Everything one workspace holds, in characters: both templates, named templates, cases, recordings,
+# a pasted output. A max-size case, a max-size paste and the templates fit.
+MAX_WORKSPACE_CHARS = int(_number("PLAYGROUND_MAX_WORKSPACE_CHARS", 3_000_000))
+# A session idle this long is released (its workspace too: the browser's saved copy and the share
+# link bring it back); the memory of one client's sessions, and of every session, beyond which the
+# longest-idle sessions are released first.
+IDLE_SECONDS = _number("PLAYGROUND_IDLE_MINUTES", 30) * 60
+CLIENT_BYTES = int(_number("PLAYGROUND_CLIENT_MB", 400) * 1_000_000)
+SESSIONS_BYTES = int(_number("PLAYGROUND_SESSIONS_MB", 1500) * 1_000_000)
+# Requests of one client running at once (each holds a server thread while it waits for a worker).
+CLIENT_REQUESTS = int(_number("PLAYGROUND_CLIENT_REQUESTS", 8))
+# Untrusted JSON larger than this (a share link, uploaded or downloaded template files) is decoded in
+# a worker: decoding is fast per byte, but a few megabytes of `[{},{},…]` are a million objects.
+DECODE_IN_SERVER_BYTES = int(_number("PLAYGROUND_DECODE_IN_SERVER_KB", 256) * 1000)
+# Diagnostics shown for one input (a case with a million malformed messages gets a summary line).
+MAX_DIAGNOSTICS = int(_number("PLAYGROUND_MAX_DIAGNOSTICS", 20))
+# Files the server writes for visitors (uploads) are deleted this long after they arrive.
+TEMP_FILE_SECONDS = _number("PLAYGROUND_TEMP_FILE_MINUTES", 10) * 60

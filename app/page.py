@@ -187,8 +187,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
 
 
 def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False) -> dict[str, Any]:
-    paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files or [])]
-    workspace, problems = from_files(session.workspace, paths)
+    workspace, problems = from_files(session.workspace, files)
     if workspace is None:
         return {"status": status_html(problems)}
     return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)

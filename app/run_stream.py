@@ -10,11 +10,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
 from engine.response_spec import load_response_spec
@@ -53,6 +54,14 @@ def read_settings(**values: Any) -> RunSettings:
         remote_url=(values.get("remote_url") or "").strip(),
         remote_model=(values.get("remote_model") or "").strip(),
     )
+
+
+def store_settings(workspace: Workspace, settings: RunSettings) -> None:
+    """Keep the run settings in the workspace; a paste over the output cap is not kept (a run
+    refuses it, saying how long it is; the box still holds what was pasted)."""
+    if len(settings.pasted) > limits.MAX_OUTPUT_CHARS:
+        settings = replace(settings, pasted=workspace.run.pasted)
+    workspace.run = settings
 
 
 @dataclass
@@ -163,7 +172,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
 
 def _stream_run(session: Session, settings: RunSettings, api_key: str | None, interval: float) -> Iterator[RunUpdate]:
     workspace = session.workspace
-    workspace.run = settings
+    store_settings(workspace, settings)
     run_id = uuid.uuid4().hex[:8]
     loaded = load_response_spec(workspace.response_template)
     if not loaded.ok:

@@ -164,6 +164,7 @@ class Session:
     busy: set = field(default_factory=set, repr=False)
     edits: int = 0  # edits synced so far (a running refresh renders again if more arrive meanwhile)
     form_problems: list = field(default_factory=list, repr=False)  # the case form's, at the last edit
+    refused: dict = field(default_factory=dict, repr=False)  # editor -> why its last text was not kept
     last_used: float = field(default_factory=time.monotonic, repr=False)
     # This visitor's share of regex time, whatever number of edits and runs they send (the client's,
     # shared by all its sessions, once a request has named the client: app.visitors).
@@ -277,11 +278,11 @@ class Session:
         self.last_prompt_html = ""
         self.checks, self.engines, self.selected_check = [], {}, None
         self.tokenizer = self.model_tokenizer = None  # a tokenizer can hold 100 MB
-        self.shown, self.form_problems = {}, []
+        self.shown, self.form_problems, self.refused = {}, [], {}
 
 
 # What a copy of a session starts afresh.
-_NOT_COPIED = ("stop", "tokenizer", "model_tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex",
+_NOT_COPIED = ("stop", "tokenizer", "model_tokenizer", "id", "busy", "edits", "form_problems", "refused", "last_used", "regex",
                "client", "page", "shown", "held", "released")
 # Guards every session's `busy` and `edits` (held for a few instructions; not a field: Gradio copies
 # the session's fields, and a lock cannot be copied).

@@ -5,7 +5,6 @@ assistant mask shaded). The engine (`engine.tokens`) loads tokenizers and comput
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
@@ -16,6 +15,7 @@ from engine.public import policy
 from engine.tokens import TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens
 
 from .highlight import diagnostics_html, esc, visible_ws
+from .sources import take_uploads
 from .state import Session
 
 TOKEN_LEGEND = (
@@ -76,10 +76,7 @@ def load_from_hub(session: Session, tokenizer_repo: str, hub_revision: str = "")
 
 def load_from_upload(session: Session, tokenizer_upload: list[Any] | None) -> dict[str, Any]:
     session.touch()
-    uploads = {}
-    for item in tokenizer_upload or []:
-        path = Path(item if isinstance(item, str) else getattr(item, "name", str(item)))
-        uploads[path.name] = path.read_bytes()
+    uploads = take_uploads(tokenizer_upload)
     if not uploads:
         return {}
     return _loaded(session, *load_tokenizer_uploads(uploads, timeout=LOAD_TIMEOUT))

@@ -53,6 +53,14 @@ def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnosti
     """Why a workspace cannot be held (too many cases or recordings, or more than
     `limits.MAX_WORKSPACE_CHARS` in all), as one diagnostic; [] when it fits."""
     hint = "Split the work over several share links, or remove cases you no longer need."
+    templates = [("chat template", workspace.chat_template, limits.MAX_CHAT_TEMPLATE_CHARS),
+                 ("response template", workspace.response_template, limits.MAX_RESPONSE_TEMPLATE_CHARS),
+                 *((f"chat template {name!r}", text, limits.MAX_CHAT_TEMPLATE_CHARS)
+                   for name, text in workspace.other_templates.items())]
+    for what, text, limit in templates:
+        if isinstance(text, str) and len(text) > limit:
+            return [Diagnostic("error", f"Too long ({what}): {len(text):,} characters, over the {limit:,} limit.", source,
+                               hint="Real templates are far smaller; check that these are the right files.")]
     for count, what in ((len(workspace.cases), "cases"), (len(workspace.recordings), "recordings")):
         if count > limits.MAX_CASES:
             return [Diagnostic("error", f"Too many {what}: {count:,}, over the {limits.MAX_CASES:,} a workspace may hold.",
@@ -62,6 +70,18 @@ def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnosti
         return [Diagnostic("error", f"Too large: this workspace holds about {size:,} characters, over the "
                            f"{limits.MAX_WORKSPACE_CHARS:,} one session may hold.", source, hint=hint)]
     return []
+
+
+def keep_text(current: str, new: Any, limit: int, source: Source, what: str) -> tuple[str, Diagnostic | None]:
+    """What the server keeps of a text a visitor sent (a template, a pasted output): `new` when it is
+    text within `limit`, else `current`, with why (the editor still holds what was typed)."""
+    if not isinstance(new, str):
+        new = ""
+    if len(new) <= limit:
+        return new, None
+    return current, Diagnostic("error", f"Too long ({what}): {len(new):,} characters, over the {limit:,} limit, so the "
+                               "server did not keep it; it works on the last text within the limit.", source,
+                               hint="Real ones are far smaller; check that the right text was pasted.")
 
 
 def summarised(problems: list[Diagnostic], limit: int | None = None) -> list[Diagnostic]:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -90,3 +91,35 @@ class Gate:
     def running(self, client: str) -> int:
         with self._lock:
             return self._running[client]
+
+
+class Quota:
+    """At most `per_client` units (bytes uploaded, say) per `window` seconds for one client, and
+    `total` for everyone: buckets that refill evenly, so a client that pauses gets its share back."""
+
+    def __init__(self, per_client: float, total: float, window: float):
+        self.per_client, self.total, self.window = per_client, total, window
+        self._levels: dict[str, tuple[float, float]] = {}  # client -> (used, when)
+        self._all = (0.0, time.monotonic())
+        self._lock = threading.Lock()
+
+    def take(self, client: str, amount: float) -> str | None:
+        """Count `amount` against `client`; None if it fits, else why not (nothing is counted)."""
+        now = time.monotonic()
+        with self._lock:
+            mine = self._drained(self._levels.get(client, (0.0, now)), self.per_client, now)
+            everyone = self._drained(self._all, self.total, now)
+            if mine + amount > self.per_client:
+                return f"you sent {mine / 1e6:.0f} MB in the last {self.window / 60:.0f} minutes, the most one visitor may"
+            if everyone + amount > self.total:
+                return "the server has taken all it can for now"
+            self._levels[client] = (mine + amount, now)
+            self._all = (everyone + amount, now)
+            if len(self._levels) > 100_000:  # forget the longest-quiet clients
+                for key in sorted(self._levels, key=lambda k: self._levels[k][1])[:10_000]:
+                    del self._levels[key]
+            return None
+
+    def _drained(self, level: tuple[float, float], capacity: float, now: float) -> float:
+        used, when = level
+        return max(0.0, used - (now - when) * capacity / self.window)

@@ -74,3 +74,8 @@ DECODE_IN_SERVER_BYTES = int(_number("PLAYGROUND_DECODE_IN_SERVER_KB", 256) * 10
 MAX_DIAGNOSTICS = int(_number("PLAYGROUND_MAX_DIAGNOSTICS", 20))
 # Files the server writes for visitors (uploads) are deleted this long after they arrive.
 TEMP_FILE_SECONDS = _number("PLAYGROUND_TEMP_FILE_MINUTES", 10) * 60
+# The body of one request (an edit, a run: templates, a case, a pasted output, JSON-escaped), and
+# what uploads one client (and everyone) may send per window: uploads wait on disk until deleted.
+MAX_REQUEST_BYTES = int(_number("PLAYGROUND_MAX_REQUEST_MB", 16) * 1_000_000)
+CLIENT_UPLOAD_BYTES = int(_number("PLAYGROUND_CLIENT_UPLOAD_MB", 200) * 1_000_000)
+UPLOAD_BYTES = int(_number("PLAYGROUND_UPLOAD_MB", 2000) * 1_000_000)

@@ -26,6 +26,7 @@ from typing import Any
 
 from .. import limits
 from ..diagnostics import Diagnostic
+from ..errors import quoted
 from ..public import policy
 from ..sandbox import bounded_or_why
 
@@ -102,8 +103,7 @@ def load_tokenizer_files(files: TokenizerFiles, timeout: float | None = None
     try:
         tokenizer, notes = _build(files)
     except Exception as e:  # noqa: BLE001 - a malformed tokenizer.json is the author's to see
-        text = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        return None, [_error(f"{files.source or TOKENIZER_FILE} could not be loaded as a tokenizer: {text}",
+        return None, [_error(f"{files.source or TOKENIZER_FILE} could not be loaded as a tokenizer: {quoted(e)}",
                              "Use the tokenizer.json that tokenizer.save_pretrained() writes.")]
     if not getattr(tokenizer, "is_fast", True) or not hasattr(tokenizer, "backend_tokenizer"):
         return None, [_error("This is not a fast tokenizer.", "Save it with tokenizer.save_pretrained() to get a tokenizer.json.")]
@@ -272,8 +272,7 @@ def _build(files: TokenizerFiles) -> tuple[Any, list[Diagnostic]]:
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
         except Exception as e:  # noqa: BLE001 - e.g. a custom class (auto_map) that would need remote code
             notes.append(Diagnostic("warning", f"The class tokenizer_config.json names could not be used "
-                                    f"({str(e).splitlines()[0][:120] if str(e) else type(e).__name__}); loaded as "
-                                    "PreTrainedTokenizerFast.", "tokenizer"))
+                                    f"({quoted(e, 120)}); loaded as PreTrainedTokenizerFast.", "tokenizer"))
             tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
     return tokenizer, notes
 

@@ -399,10 +399,10 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
 
-    # Checks take a render worker for up to a minute: at most two at once, so renders always find one.
+    # Checks take a worker for up to a minute: the pool gives each client one at a time and keeps places
+    # for renders (engine.sandbox), so no limit here holds one visitor's checks behind another's.
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,
-          ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"],
-          concurrency_limit=2)
+          ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"])
     ui.on(ui["checks_list"].click, pick_check, ["session"], ["check_detail"], show_progress="hidden")
     ui.on(ui["engines_table"].select, show_engine_cell, ["session"], ["engine_detail"], show_progress="hidden")
     ui.on(ui["intend_mark"].click, mark_selected_intended, ["session", "intend_why"],

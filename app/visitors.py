@@ -74,6 +74,7 @@ def attending(request: Any, session: Session | None) -> Iterator[str]:
         raise gr.Error(f"Too many requests at once from you ({e}); wait for them, or close other tabs.") from None
     finally:
         if session is not None:
+            session.touch()  # idle counts from the end of its last request, not the start
             account(session)
 
 
@@ -134,7 +135,7 @@ def sweep() -> int:
     """Release idle sessions (and any past a budget), give freed memory back to the system, and
     restart idle workers that grew. Returns how many sessions were released."""
     for session in live_sessions():
-        if not session.released:
+        if session.client and not session.released:
             session.held = session.held_bytes()
     released = _release(live_sessions(), idle_seconds=limits.IDLE_SECONDS)
     if released:
@@ -145,8 +146,10 @@ def sweep() -> int:
 
 def _release(sessions: list[Session], idle_seconds: float, current: Session | None = None) -> int:
     now = time.monotonic()
-    held = [Held(s.id, s.client or s.id, s.held, now - s.last_used, bool(s.busy) or s is current)
-            for s in sessions if not s.released]
+    # Only sessions a request came for: the page's own template session (which Gradio copies for each
+    # new visitor) and the first view's are never released.
+    held = [Held(s.id, s.client, s.held, now - s.last_used, bool(s.busy) or s is current)
+            for s in sessions if s.client and not s.released]
     chosen = set(to_release(held, idle_seconds=idle_seconds))
     count = 0
     for session in sessions:

@@ -1,5 +1,6 @@
 """Many visitors and one attacker on a served playground, through `gradio_client` (what any API caller
-can do). Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (percentiles).
+can do), each a client of its own (its address in `X-Forwarded-For`, as the proxy in front of a Space
+adds it). Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (percentiles).
 
 Each innocent visitor is its own session: it edits its own chat template (with its own marker) and
 checks that the prompt it gets back is its own. The attacker, in one session, keeps submitting
@@ -38,9 +39,11 @@ def refresh_args(chat: str, response: str = RESPONSE, content: str = "hi") -> li
     return [chat, response, CASE, False, messages, "", "", True, False, "", *slots[:SLOTS]]
 
 
-def local_client(url: str) -> Client:
-    """A gradio_client for the served app, sending nothing anywhere else."""
-    return Client(url, verbose=False, analytics_enabled=False)
+def local_client(url: str, address: str | None = None) -> Client:
+    """A gradio_client for the served app, sending nothing anywhere else; `address` is the client's
+    own address as a proxy in front of the server reports it (the tests' servers trust one hop)."""
+    return Client(url, verbose=False, analytics_enabled=False, headers={"X-Forwarded-For": address} if address else None,
+                  httpx_kwargs={"timeout": 120})  # a busy shared machine: answers are timed, not cut off
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Outcome:
 
 
 def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
-    client = local_client(url)
+    client = local_client(url, f"192.0.2.{index + 1}")
     for round_ in range(rounds):
         marker = f"SESSION-{index}-ROUND-{round_}"
         started = time.monotonic()
@@ -78,7 +81,7 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
 
 
 def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
-    client = local_client(url)
+    client = local_client(url, "198.51.100.1")
     hostile = [
         refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!"),
         refresh_args(LOOP),
@@ -118,7 +121,7 @@ def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = T
             with urllib.request.urlopen(url, timeout=30) as response:
                 response.read()
             outcome.newcomer_page = time.monotonic() - started
-            newcomer = local_client(url)
+            newcomer = local_client(url, "192.0.2.250")
             started = time.monotonic()
             result = newcomer.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
             outcome.newcomer_refresh = time.monotonic() - started

@@ -138,6 +138,7 @@ def test_a_last_run_is_kept_compact_and_idle_sessions_let_go_of_it() -> None:
     assert run.chunks == chunks and run.output == "word " * 10_000 and len(run) == 10_000
     sess = session()
     sess.last_run, sess.last_prompt_html = run, "<div>prompt</div>"
+    sess.client = "address:192.0.2.1"  # a request came for it (app.visitors.attending)
     sweep()
     assert sess.last_run is run  # in use: kept
     sess.last_used -= IDLE_SECONDS + 1

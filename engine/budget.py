@@ -22,13 +22,16 @@ from .diagnostics import Diagnostic, Source
 ITEM_BYTES = 60
 
 
-def data_size(value: Any) -> int:
+def data_size(value: Any, stop_past: int | None = None) -> int:
     """About how many bytes `value` (JSON-like data) takes in memory: its characters, plus a little
-    for each item. Iterative: a share link's data may be nested deep."""
+    for each item. Iterative (a share link's data may be nested deep), and it stops counting past
+    `stop_past`, so a million small items cost no more to refuse than the budget to count."""
     total, stack = 0, [value]
     while stack:
         item = stack.pop()
         total += ITEM_BYTES
+        if stop_past is not None and total > stop_past:
+            return total
         if isinstance(item, str):
             total += len(item)
         elif isinstance(item, dict):
@@ -52,7 +55,7 @@ def workspace_size(workspace: Any) -> int:
 def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnostic]:
     """Why a workspace cannot be held (too many cases or recordings, or more than
     `limits.MAX_WORKSPACE_CHARS` in all), as one diagnostic; [] when it fits."""
-    hint = "Split the work over several share links, or remove cases you no longer need."
+    hint = too_large().hint
     templates = [("chat template", workspace.chat_template, limits.MAX_CHAT_TEMPLATE_CHARS),
                  ("response template", workspace.response_template, limits.MAX_RESPONSE_TEMPLATE_CHARS),
                  *((f"chat template {name!r}", text, limits.MAX_CHAT_TEMPLATE_CHARS)
@@ -65,11 +68,16 @@ def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnosti
         if count > limits.MAX_CASES:
             return [Diagnostic("error", f"Too many {what}: {count:,}, over the {limits.MAX_CASES:,} a workspace may hold.",
                                source, hint=hint)]
-    size = workspace_size(workspace)
-    if size > limits.MAX_WORKSPACE_CHARS:
-        return [Diagnostic("error", f"Too large: this workspace holds about {size:,} characters, over the "
-                           f"{limits.MAX_WORKSPACE_CHARS:,} one session may hold.", source, hint=hint)]
+    if workspace_size(workspace) > limits.MAX_WORKSPACE_CHARS:
+        return [too_large(source)]
     return []
+
+
+def too_large(source: Source = "preset") -> Diagnostic:
+    """More than one session may hold (`limits.MAX_WORKSPACE_CHARS`, items counted as characters too)."""
+    return Diagnostic("error", f"Too large: it holds more than the {limits.MAX_WORKSPACE_CHARS:,} characters one "
+                      "session may hold.", source,
+                      hint="Split the work over several share links, or remove cases you no longer need.")
 
 
 def keep_text(current: str, new: Any, limit: int, source: Source, what: str) -> tuple[str, Diagnostic | None]:

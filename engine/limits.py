@@ -79,3 +79,6 @@ TEMP_FILE_SECONDS = _number("PLAYGROUND_TEMP_FILE_MINUTES", 10) * 60
 MAX_REQUEST_BYTES = int(_number("PLAYGROUND_MAX_REQUEST_MB", 16) * 1_000_000)
 CLIENT_UPLOAD_BYTES = int(_number("PLAYGROUND_CLIENT_UPLOAD_MB", 200) * 1_000_000)
 UPLOAD_BYTES = int(_number("PLAYGROUND_UPLOAD_MB", 2000) * 1_000_000)
+# New sessions (pages opened, API clients started) one client may begin per minute: Gradio spends
+# about 0.1 s of the server's CPU setting up each one, before any handler could refuse it.
+CLIENT_NEW_SESSIONS = _number("PLAYGROUND_CLIENT_SESSIONS_PER_MINUTE", 20)

@@ -168,6 +168,7 @@ class BoundedPattern:
         left = min(b.left for b in budgets) if len(budgets) > 1 else budgets[0].left
         if left <= 0:
             raise RegexTimeout(self._compiled.pattern, min(b.seconds for b in budgets))
+        _reserve(budgets, left)
         start = time.perf_counter()
         try:
             try:
@@ -179,9 +180,7 @@ class BoundedPattern:
         except TimeoutError:
             raise RegexTimeout(self._compiled.pattern, min(b.seconds for b in budgets)) from None
         finally:
-            spent = time.perf_counter() - start
-            for budget in budgets:
-                budget.spent += spent
+            _reserve(budgets, time.perf_counter() - start - left)  # what it took, the reservation given back
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._compiled.search, args, kwargs)
@@ -212,26 +211,37 @@ class BoundedPattern:
         left = min(b.left for b in budgets)
         if left <= 0:
             raise RegexTimeout(pattern, min(b.seconds for b in budgets))
-        return _charged(pattern, self._compiled.finditer(*args, **kwargs, timeout=left, concurrent=True), budgets)
+        _reserve(budgets, left)
+        return _charged(pattern, self._compiled.finditer(*args, **kwargs, timeout=left, concurrent=True), budgets, left)
 
 
-def _charged(pattern: str, matches: Iterator[Any], budgets: tuple[RegexBudget, ...]) -> Iterator[Any]:
+def _reserve(budgets: tuple[RegexBudget, ...], seconds: float) -> None:
+    """Charge `seconds` (negative: give back). A call reserves all it may use before it starts, so
+    calls running at once on one budget (a client's sessions share an allowance) cannot each spend
+    all of it: the second finds nothing left."""
+    for budget in budgets:
+        budget.spent += seconds
+
+
+def _charged(pattern: str, matches: Iterator[Any], budgets: tuple[RegexBudget, ...], reserved: float) -> Iterator[Any]:
     limit = min(b.seconds for b in budgets)
-    while True:
-        start = time.perf_counter()
-        try:
-            item = next(matches)
-        except StopIteration:
-            return
-        except TimeoutError:
-            raise RegexTimeout(pattern, limit) from None
-        finally:
-            spent = time.perf_counter() - start
-            for budget in budgets:
-                budget.spent += spent
-        if min(b.left for b in budgets) < 0:
-            raise RegexTimeout(pattern, limit)
-        yield item
+    used = 0.0
+    try:
+        while True:
+            start = time.perf_counter()
+            try:
+                item = next(matches)
+            except StopIteration:
+                return
+            except TimeoutError:
+                raise RegexTimeout(pattern, limit) from None
+            finally:
+                used += time.perf_counter() - start
+            if used > reserved:
+                raise RegexTimeout(pattern, limit)
+            yield item
+    finally:
+        _reserve(budgets, used - reserved)
 
 
 # ----- compiling -----------------------------------------------------------------------------

@@ -273,6 +273,8 @@ class Pool:
         with self._changed:
             while True:
                 mine = owner is not None and (owner, long) in self._running
+                if mine and long:  # a client's second long call would hold a server thread a minute: answer now
+                    raise SandboxBusy("could not start: your previous long request (the checks, a draft) is still running")
                 crowded = long and self._long >= self._long_max
                 if not mine and not crowded and (self._idle or self._count < self._max):
                     if self._idle:

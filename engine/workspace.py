@@ -226,11 +226,13 @@ def workspace_from_json(raw: bytes) -> tuple[Workspace | None, str | None]:
     """The workspace in saved JSON (a share link's, the browser's copy: untrusted), or why it cannot be
     opened: not a playground state, a newer version, nested too deeply, malformed, or more than one
     session may hold (engine.budget). Large inputs are decoded in a worker (`sandbox.bounded_if_large`)."""
-    from .budget import check_workspace
+    from .budget import check_workspace, data_size, too_large
     from .inputs import depth, printable_value
 
     try:
         data = json.loads(raw.decode())
+        if data_size(data, stop_past=limits.MAX_WORKSPACE_CHARS) > limits.MAX_WORKSPACE_CHARS:
+            return None, _reason(too_large())  # before anything walks all of it
         version = data.get("v", SCHEMA_VERSION) if isinstance(data, dict) else None
         if not isinstance(version, int):
             return None, "it is not a playground state"
@@ -246,7 +248,12 @@ def workspace_from_json(raw: bytes) -> tuple[Workspace | None, str | None]:
     except ValueError as e:
         return None, str(e)
     too_much = check_workspace(workspace)
-    return (None, too_much[0].message[0].lower() + too_much[0].message[1:].rstrip(".")) if too_much else (workspace, None)
+    return (None, _reason(too_much[0])) if too_much else (workspace, None)
+
+
+def _reason(problem: Any) -> str:
+    """A diagnostic's message as the reason in "… cannot be opened: <reason>."."""
+    return problem.message[0].lower() + problem.message[1:].rstrip(".")
 
 
 def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:

@@ -24,7 +24,7 @@ from tests.servers import free_port, serving
 ROOT = Path(__file__).resolve().parent.parent
 MB = 1_000_000
 # Short limits, so the test can wait them out: sessions idle this long are released, files this old deleted.
-IDLE_MINUTES, TEMP_MINUTES = 0.08, 0.05
+IDLE_MINUTES, TEMP_MINUTES = 0.17, 0.05
 
 
 @pytest.fixture(scope="module")
@@ -79,8 +79,8 @@ def test_an_attack_neither_freezes_nor_fills_the_server(server, calm: Phase, att
     # bounds on an idle machine; on a shared one, within three times what the same run got with no attack.
     assert phase.newcomer_page is not None and phase.newcomer_page <= max(2, 3 * (calm.newcomer_page or 0))
     assert phase.p95() <= max(2, 3 * calm.p95())
-    if phase.visitor_checks is not None:  # were 56.5 s behind two hostile sessions' checks, a third 120 s
-        assert phase.visitor_checks <= 20
+    if attack.startswith("checks"):  # were 56.5 s behind two hostile sessions' checks, a third 120 s
+        assert phase.visitor_checks is not None and phase.visitor_checks <= 20
     # After it: memory within 300 MB of where it started, the disk where it was.
     assert phase.memory_after <= phase.memory_before + 300 * MB
     assert phase.disk_after <= phase.disk_before + 64_000

@@ -203,8 +203,31 @@ def test_long_work_shares_the_pool_and_never_takes_the_places_kept_for_renders(p
     with pytest.raises(SandboxBusy, match="long work"):
         pool.call(nap, {"seconds": 0}, 0.3, "address:c", long=True)
     assert pool.call(nap, {"seconds": 0}, 30, "address:a")  # a's render, beside a's check
+    with pytest.raises(SandboxBusy, match="previous long request"):  # a's second check: answered at once
+        pool.call(nap, {"seconds": 0}, 30, "address:a", long=True)
     first.join()
     second.join()
+
+
+def test_one_client_s_sessions_share_one_regex_allowance_and_cannot_spend_it_at_once() -> None:
+    """45 sessions of one client, each parsing with a backtracking pattern, used to spend the client's
+    allowance once each, in parallel: a call now reserves what it may use before it starts."""
+    from engine.regex_bounds import RegexAllowance, RegexTimeout
+    from engine.regex_bounds import compile as bounded_compile
+
+    allowance, pattern, text = RegexAllowance(seconds=1.5), bounded_compile(r"(a+)+$"), "a" * 5000 + "!"
+
+    def parse() -> float:
+        started = time.monotonic()
+        with allowance.active(), pytest.raises(RegexTimeout):
+            pattern.search(text)
+        return time.monotonic() - started
+
+    first, out = in_background(parse)
+    time.sleep(0.3)
+    assert parse() < 0.3  # the other session of the same client finds nothing left
+    first.join()
+    assert out["value"] >= 1.0
 
 
 # ----- item 4: temporary files -------------------------------------------------------------------
@@ -233,11 +256,11 @@ def test_a_worker_killed_mid_work_leaves_no_file_behind() -> None:
     assert not list(Path(tempfile.gettempdir()).glob("playground-worker-*/left-behind-*"))
 
 
-async def _post(app, path: str, length: int, address: str = "203.0.113.9") -> int:
+async def _post(app, path: str, length: int, address: str = "203.0.113.9", body: bytes = b"") -> int:
     sent: list[dict] = []
 
     async def receive() -> dict:
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     async def send(message: dict) -> None:
         sent.append(message)
@@ -262,6 +285,25 @@ def test_requests_over_their_size_and_uploads_past_a_client_s_quota_are_refused_
     statuses = [run(_post(app, "/gradio_api/upload", 40_000_000, "203.0.113.50")) for _ in range(6)]
     assert statuses[:5] == [200] * 5 and statuses[5] == 429  # 200 MB per client, then refused
     assert run(_post(app, "/gradio_api/upload", 40_000_000, "203.0.113.51")) == 200  # another client
+
+
+def test_one_client_starts_a_bounded_number_of_sessions_a_minute() -> None:
+    """Gradio spends ~0.1 s of CPU setting up each new session: 45 a second took the whole server."""
+    import asyncio
+
+    async def ok(scope, receive, send) -> None:
+        assert (await receive())["body"].startswith(b'{"data"')  # the body is handed on whole
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+
+    def join(address: str, page: str) -> int:
+        body = b'{"data": [1], "fn_index": 3, "session_hash": "' + page.encode() + b'"}'
+        return asyncio.run(_post(RequestLimits(ok), "/gradio_api/queue/join", len(body), address, body))
+
+    allowed = int(limits.CLIENT_NEW_SESSIONS)
+    statuses = [join("203.0.113.60", f"page-{i}") for i in range(allowed + 3)]
+    assert statuses == [200] * allowed + [429] * 3
+    assert join("203.0.113.60", "page-0") == 200  # a session it has is not a new one
+    assert join("203.0.113.61", "page-x") == 200  # nor is anyone else held back
 
 
 # ----- items 5 and 6: descriptions are text; paths are redacted ---------------------------------------

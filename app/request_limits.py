@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections import OrderedDict
 from typing import Any
 
@@ -24,7 +25,7 @@ UPLOADS = Quota(limits.CLIENT_UPLOAD_BYTES, limits.UPLOAD_BYTES, limits.TEMP_FIL
 # New sessions per client per minute (Gradio sets each up, at ~0.1 s of CPU, before a handler runs).
 NEW_SESSIONS = Quota(limits.CLIENT_NEW_SESSIONS, 1e12, 60)
 _SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"]{1,100})"')
-_sessions: OrderedDict[bytes, None] = OrderedDict()  # session hashes seen (the newest 100,000)
+_sessions: OrderedDict[bytes, float] = OrderedDict()  # session hashes seen -> when (the newest 100,000)
 _sessions_lock = threading.Lock()
 # An upload request may hold a few files (a tokenizer.json with its config, template files).
 MAX_UPLOAD_REQUEST_BYTES = 3 * limits.MAX_TOKENIZER_BYTES
@@ -79,15 +80,23 @@ def _new_session(client: str, body: bytes) -> str | None:
     page = found.group(1)
     with _sessions_lock:
         if page in _sessions:
+            _sessions[page] = time.monotonic()
             _sessions.move_to_end(page)
             return None
     if NEW_SESSIONS.take(client, 1) is not None:
         return f"more than {limits.CLIENT_NEW_SESSIONS:.0f} a minute"
     with _sessions_lock:
-        _sessions[page] = None
+        _sessions[page] = time.monotonic()
         while len(_sessions) > 100_000:
             _sessions.popitem(last=False)
     return None
+
+
+def last_request(page: str) -> float:
+    """When a request of Gradio page `page` last arrived (monotonic; 0 if none was seen): a request
+    waiting in Gradio's queue keeps its session in use (app.visitors)."""
+    with _sessions_lock:
+        return _sessions.get(page.encode(), 0.0)
 
 
 async def _body(receive: Any, limit: int) -> bytes | None:

@@ -31,6 +31,7 @@ from engine.regex_bounds import RegexAllowance
 from engine.sandbox import shared_pool
 from engine.server_guard import serving
 
+from .request_limits import last_request
 from .state import Session, live_sessions, release_unless_busy
 
 LOG = logging.getLogger("playground")
@@ -148,7 +149,7 @@ def _release(sessions: list[Session], idle_seconds: float, current: Session | No
     now = time.monotonic()
     # Only sessions a request came for: the page's own template session (which Gradio copies for each
     # new visitor) and the first view's are never released.
-    held = [Held(s.id, s.client, s.held, now - s.last_used, bool(s.busy) or s is current)
+    held = [Held(s.id, s.client, s.held, now - max(s.last_used, last_request(s.page)), bool(s.busy) or s is current)
             for s in sessions if s.client and not s.released]
     chosen = set(to_release(held, idle_seconds=idle_seconds))
     count = 0

@@ -66,7 +66,7 @@ IDLE_SECONDS = _number("PLAYGROUND_IDLE_MINUTES", 30) * 60
 CLIENT_BYTES = int(_number("PLAYGROUND_CLIENT_MB", 400) * 1_000_000)
 SESSIONS_BYTES = int(_number("PLAYGROUND_SESSIONS_MB", 1500) * 1_000_000)
 # Requests of one client running at once (each holds a server thread while it waits for a worker).
-CLIENT_REQUESTS = int(_number("PLAYGROUND_CLIENT_REQUESTS", 8))
+CLIENT_REQUESTS = int(_number("PLAYGROUND_CLIENT_REQUESTS", 4))
 # Untrusted JSON larger than this (a share link, uploaded or downloaded template files) is decoded in
 # a worker: decoding is fast per byte, but a few megabytes of `[{},{},…]` are a million objects.
 DECODE_IN_SERVER_BYTES = int(_number("PLAYGROUND_DECODE_IN_SERVER_KB", 256) * 1000)

@@ -13,6 +13,8 @@ import json
 import os
 import random
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -225,6 +227,7 @@ class Phase:
     newcomer_page: float | None = None
     newcomer_edit: float | None = None
     visitor_checks: float | None = None  # a visitor's checks, run during the attack
+    calm: Phase | None = None  # the same visitors and newcomer just before, with no attack
     attacker_calls: int = 0
     memory_before: int = 0
     memory_peak: int = 0
@@ -257,10 +260,14 @@ def _visitor(url: str, index: int, stop: threading.Event, phase: Phase) -> None:
 
 
 def _newcomer(url: str, phase: Phase, checks: bool) -> None:
-    started = time.monotonic()
-    with urllib.request.urlopen(url, timeout=60) as response:
-        response.read()
-    phase.newcomer_page = time.monotonic() - started
+    pages = []
+    for _ in range(3):  # a newcomer's page: the median of three (one request on a shared machine is noise)
+        started = time.monotonic()
+        with urllib.request.urlopen(url, timeout=60) as response:
+            response.read()
+        pages.append(time.monotonic() - started)
+        time.sleep(0.3)
+    phase.newcomer_page = statistics.median(pages)
     c = client(url, "192.0.2.200")
     started = time.monotonic()
     result = c.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
@@ -276,16 +283,20 @@ def _newcomer(url: str, phase: Phase, checks: bool) -> None:
 
 
 def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., None], *, seconds: float = 6,
-              visitors: int = 4, settle: float = 10, **options: object) -> Phase:
+              visitors: int = 4, settle: float = 10, calm: float = 0, **options: object) -> Phase:
     """One attack for `seconds` while `visitors` edit and a newcomer arrives; then `settle` seconds of
-    quiet (the attacker's sessions go idle past the limit) before memory and disk are measured again."""
+    quiet (the attacker's sessions go idle past the limit) before memory and disk are measured again.
+    With `calm`, the same is measured for that long with no attack first (`Phase.calm`: what this
+    machine gives as loaded now). The attacker is a process of its own: its client-side work does not
+    slow the visitors' clients."""
     name = next((n for n, a in ATTACKS.items() if a is attack), attack.__name__)
-    phase = Phase(name, memory_before=tree_memory(pid), disk_before=disk_use(folders))
-    stop, quiet = threading.Event(), threading.Event()
-    jobs: list = []
-    attacker = threading.Thread(target=attack, args=(url, stop, jobs), kwargs=options, daemon=True)
-    attacker.start()
-    peak = threading.Thread(target=_watch_peak, args=(pid, quiet, phase), daemon=True)
+    before = run_phase(url, pid, folders, quiet, seconds=calm, visitors=visitors, settle=0) if calm else None
+    phase = Phase(name, memory_before=tree_memory(pid), disk_before=disk_use(folders), calm=before)
+    stop, quiet_now = threading.Event(), threading.Event()
+    attacker = subprocess.Popen([sys.executable, "-m", "tests.attacks", attack.__name__, url, str(seconds + 1.5),
+                                 json.dumps(options)], cwd=Path(__file__).resolve().parent.parent,
+                                stdout=subprocess.PIPE, text=True)
+    peak = threading.Thread(target=_watch_peak, args=(pid, quiet_now, phase), daemon=True)
     peak.start()
     time.sleep(1.0)  # the attack is under way before anyone else arrives
     with ThreadPoolExecutor(visitors + 1) as pool:
@@ -301,16 +312,10 @@ def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., Non
         except Exception as e:  # noqa: BLE001
             phase.errors.append(f"newcomer: {type(e).__name__}: {str(e)[:200]}")
         stop.set()
-    attacker.join(timeout=30)
-    phase.attacker_calls = len(jobs)
-    for job in jobs:
-        try:
-            if job is not None:
-                job.cancel()
-        except Exception:  # noqa: BLE001
-            pass
+    out, _ = attacker.communicate(timeout=120)
+    phase.attacker_calls = int(out.strip().splitlines()[-1]) if out.strip() else 0
     time.sleep(settle)
-    quiet.set()
+    quiet_now.set()
     peak.join(timeout=5)
     phase.memory_after, phase.disk_after = tree_memory(pid), disk_use(folders)
     return phase
@@ -319,3 +324,19 @@ def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., Non
 def _watch_peak(pid: int, quiet: threading.Event, phase: Phase) -> None:
     while not quiet.wait(0.5):
         phase.memory_peak = max(phase.memory_peak, tree_memory(pid))
+
+
+if __name__ == "__main__":  # one attack, in a process of its own: python -m tests.attacks NAME URL SECONDS [OPTIONS]
+    attack_name, target, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    extra = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    done, submitted = threading.Event(), []
+    threading.Timer(duration, done.set).start()
+    globals()[attack_name](target, done, submitted, **extra)
+    for job in submitted:
+        try:
+            if job is not None:
+                job.cancel()
+        except Exception:  # noqa: BLE001
+            pass
+    print(len(submitted), flush=True)
+    os._exit(0)  # the client's own threads (streams of refused jobs) need not be waited for

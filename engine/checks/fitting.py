@@ -1,7 +1,8 @@
 """Built-in conversations that fit the template. Real templates insist on things a generic
 conversation does not have: Mistral wants tool-call ids of 9 alphanumerics, Gemma refuses a system
 message, Hermes and Command R+ need tools, Functionary wants arguments as a JSON string, QwQ reads
-`content` on a tool-call message. A built-in case the template refuses is adapted (the common
+`content` on a tool-call message, SmolVLM reads content only as a list of parts. A template that
+reads content parts also gets a conversation with a picture and a question as parts. A built-in case the template refuses is adapted (the common
 variants are tried, fewest changes first) and what the template requires is reported as `info`.
 Only a conversation the author gave that does not render is a failure."""
 
@@ -14,8 +15,9 @@ from dataclasses import dataclass, replace
 from itertools import combinations, cycle
 
 from ..cases import Case
+from ..content_parts import as_parts, drops_string_text
 from ..diagnostics import Diagnostic
-from .context import CheckContext
+from .context import CheckContext, parts_case
 from .results import CheckResult
 
 NAME = "template.requires"
@@ -80,12 +82,17 @@ def _with_tools(case: Case, tools: list[dict] | None) -> Case:
     return case if case.tools or not tools else replace(case, tools=copy.deepcopy(tools))
 
 
+def _as_parts(case: Case, tools: list[dict] | None) -> Case:
+    return replace(case, messages=[as_parts(m) for m in copy.deepcopy(case.messages)])
+
+
 VARIANTS = (
     Variant("tools", "needs tools to be offered (the built-in conversation without tools was refused)", _with_tools),
     Variant("no_system", "refuses a system message (the built-in case's system prompt was moved into the first user message)", _no_system),
     Variant("ids", f"requires tool-call ids of 9 alphanumerics (such as {CALL_IDS[0]!r}, as Mistral's templates demand)", _with_ids),
     Variant("string_arguments", "requires tool-call arguments as a JSON string, not an object", _string_arguments),
     Variant("content", "reads `content` on every message (a tool-call message needs one, even empty)", _content_everywhere),
+    Variant("parts", "reads `content` only as a list of parts (text given as a string does not reach the prompt)", _as_parts),
 )
 
 
@@ -93,9 +100,11 @@ def variant(name: str) -> Variant:
     return next(v for v in VARIANTS if v.name == name)
 
 
-def _applicable(case: Case, tools: list[dict] | None) -> list[Variant]:
+def _applicable(case: Case, tools: list[dict] | None, reads_parts: bool) -> list[Variant]:
     out = []
     for variant in VARIANTS:
+        if variant.name == "parts" and not (reads_parts and any(isinstance(m.get("content"), str) for m in case.messages)):
+            continue
         if variant.name == "tools" and (case.tools or not tools):
             continue
         if variant.name == "no_system" and not any(m.get("role") == "system" for m in case.messages):
@@ -124,14 +133,26 @@ def render_problem(ctx: CheckContext, case: Case) -> Diagnostic | None:
     return None
 
 
+def fit_problem(ctx: CheckContext, case: Case) -> Diagnostic | None:
+    """Why the case does not fit (None: it fits): a render it needs fails, or the template reads
+    content only as parts and none of the text the case gives as strings reaches the prompt."""
+    problem = render_problem(ctx, case)
+    if problem is None and ctx.reads_parts and drops_string_text(case.messages, ctx.render(case).prompt):
+        return Diagnostic("info", "the text given as strings does not reach the prompt", "chat_template")
+    return problem
+
+
 def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[CheckResult]]:
     """The built-in cases, each adapted until the template renders it, and `info` results saying
-    what the template requires. A case no variant fits is left out, with why."""
+    what the template requires; with a template that reads content parts, the built-in conversation
+    with parts too. A case no variant fits is left out, with why."""
     tools = next((c.tools for c in cases if c.tools), None)
     fitted: list[Case] = []
     results: list[CheckResult] = []
+    if ctx.reads_parts:
+        cases = [*cases, parts_case()]
     for case in cases:
-        problem = render_problem(ctx, case)
+        problem = fit_problem(ctx, case)
         if problem is None:
             fitted.append(case)
             continue
@@ -159,12 +180,12 @@ def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[Ch
 
 def _search(ctx: CheckContext, case: Case, tools: list[dict] | None) -> tuple[Case, tuple[Variant, ...]] | None:
     """The smallest combination of variants under which the case renders."""
-    variants = _applicable(case, tools)
+    variants = _applicable(case, tools, ctx.reads_parts)
     for size in range(1, len(variants) + 1):
         for combo in combinations(variants, size):
             adapted = case
             for variant in combo:
                 adapted = variant.apply(adapted, tools)
-            if render_problem(ctx, adapted) is None:
+            if fit_problem(ctx, adapted) is None:
                 return adapted, combo
     return None

@@ -215,7 +215,7 @@ def test_one_client_s_sessions_share_one_regex_allowance_and_cannot_spend_it_at_
     from engine.regex_bounds import RegexAllowance, RegexTimeout
     from engine.regex_bounds import compile as bounded_compile
 
-    allowance, pattern, text = RegexAllowance(seconds=1.5), bounded_compile(r"(a+)+$"), "a" * 5000 + "!"
+    allowance, pattern, text = RegexAllowance(seconds=3), bounded_compile(r"(a+)+$"), "a" * 5000 + "!"
 
     def parse() -> float:
         started = time.monotonic()
@@ -225,9 +225,9 @@ def test_one_client_s_sessions_share_one_regex_allowance_and_cannot_spend_it_at_
 
     first, out = in_background(parse)
     time.sleep(0.3)
-    assert parse() < 0.3  # the other session of the same client finds nothing left
+    assert parse() < 1.0  # the other session of the same client finds nothing left (it had 3 s)
     first.join()
-    assert out["value"] >= 1.0
+    assert out["value"] >= 2.0
 
 
 # ----- item 4: temporary files -------------------------------------------------------------------

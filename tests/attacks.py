@@ -26,7 +26,7 @@ from pathlib import Path
 
 from gradio_client import Client, handle_file
 
-from tests.load_scenario import CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, local_client, refresh_args
+from tests.load_scenario import CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, local_client, newcomer, refresh_args
 
 CPU_BOMB = "{{ 9**(9**8) }}"  # Jinja folds it while compiling: two minutes of one core
 MEMORY_BOMB = '{{ "a" * 10**9 }}'  # a gigabyte while compiling
@@ -260,20 +260,9 @@ def _visitor(url: str, index: int, stop: threading.Event, phase: Phase) -> None:
 
 
 def _newcomer(url: str, phase: Phase, checks: bool) -> None:
-    pages = []
-    for _ in range(3):  # a newcomer's page: the median of three (one request on a shared machine is noise)
-        started = time.monotonic()
-        with urllib.request.urlopen(url, timeout=60) as response:
-            response.read()
-        pages.append(time.monotonic() - started)
-        time.sleep(0.3)
-    phase.newcomer_page = statistics.median(pages)
-    c = client(url, "192.0.2.200")
-    started = time.monotonic()
-    result = c.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
-    phase.newcomer_edit = time.monotonic() - started
-    if "NEWCOMER: hi" not in result[3]:
-        phase.wrong.append(f"newcomer: {result[3][:200]}")
+    # A newcomer's page: the median of three (one request on a shared machine is noise).
+    phase.newcomer_page, phase.newcomer_edit, wrong, c = newcomer(url, "192.0.2.200", pages=3)
+    phase.wrong += wrong
     if checks:
         started = time.monotonic()
         summary = c.predict(*edited_args("{{ messages[0].content }}"), api_name="/run_all_checks")[0]

@@ -272,9 +272,9 @@ class Session:
         size += len(self.last_prompt_html) + sum(self.shown.values()) + 2_000 * len(self.checks)
         if self.last_run is not None:
             size += 2 * len(self.last_run.output) + len(self.last_run.prompt) + 12 * len(self.last_run)
-        for loaded in (self.tokenizer,):
-            files = getattr(loaded, "files", None)
-            size += sum(len(part or b"") for part in (getattr(files, "tokenizer_json", b""), getattr(files, "config", b"")))
+        files = getattr(self.tokenizer, "files", None)
+        if files is not None:
+            size += len(files.tokenizer_json) + len(files.config or b"") + len(files.special_tokens_map or b"")
         return size
 
     def release(self) -> None:

@@ -2,8 +2,8 @@
 
 Every handler runs inside `attending` (app.wiring wraps them all): the request's client
 (engine.clients: the signed-in user, else the address) is named; the client has a bounded number of
-requests running at once (each holds a server thread); the work runs under `server_guard.serving`,
-so the workers count it against the client and the guard can see it; and afterwards the session's
+requests running at once (each holds a server thread); the wiring runs the work under
+`server_guard.serving`, so the workers count it against the client and the guard can see it; and afterwards the session's
 memory is counted, and the client's longest-idle sessions (or anyone's, when the server's budget is
 reached) are released (engine.budget). `sweep` releases idle ones, gives the memory back to the
 system and restarts workers that grew.
@@ -29,7 +29,6 @@ from engine.budget import Held, to_release
 from engine.clients import Busy, Gate, client_key
 from engine.regex_bounds import RegexAllowance
 from engine.sandbox import shared_pool
-from engine.server_guard import serving
 
 from .request_limits import last_request
 from .state import Session, live_sessions, release_unless_busy
@@ -47,9 +46,6 @@ _allowances: OrderedDict[str, RegexAllowance] = OrderedDict()
 _lock = threading.Lock()
 # Drops Gradio's own copy of a session's values (every input and output it last saw); set by app.py.
 forget_page: Callable[[str], None] = lambda page: None
-# Idle workers holding more than this are restarted by the sweep (the memory a hostile template or a
-# large tokenizer left in them comes back).
-WORKER_RECYCLE_BYTES = 700_000_000
 
 
 def client_of(request: Any) -> str:
@@ -77,11 +73,6 @@ def attending(request: Any, session: Session | None) -> Iterator[str]:
         if session is not None:
             session.touch()  # idle counts from the end of its last request, not the start
             account(session)
-
-
-def step(client: str) -> Any:
-    """The context one step of a handler runs in (a generator's steps may run on different threads)."""
-    return serving(client)
 
 
 def _attach(session: Session, client: str, page: str) -> None:
@@ -141,7 +132,7 @@ def sweep() -> int:
     released = _release(live_sessions(), idle_seconds=limits.IDLE_SECONDS)
     if released:
         _trim()
-    shared_pool().recycle(WORKER_RECYCLE_BYTES)
+    shared_pool().recycle(limits.WORKER_RECYCLE_BYTES)
     return released
 
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import gradio as gr
 
+from engine.server_guard import serving
+
 from . import visitors
 from .state import Session
 from .widgets import exact_value
@@ -91,7 +93,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
             with visitors.attending(request, session) as client:
                 steps = handler(**values)
                 while True:
-                    with visitors.step(client):  # each step may run on another thread
+                    with serving(client):  # each step may run on another thread
                         try:
                             result = next(steps)
                         except StopIteration:
@@ -102,7 +104,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
         def call(*args: Any, **keywords: Any) -> Any:
             values, request = named(args, keywords)
             session = _session(values)
-            with visitors.attending(request, session) as client, visitors.step(client):
+            with visitors.attending(request, session) as client, serving(client):
                 result = handler(**values)
             _shown(session, values, result)
             return to_components(result)

@@ -82,3 +82,6 @@ UPLOAD_BYTES = int(_number("PLAYGROUND_UPLOAD_MB", 2000) * 1_000_000)
 # New sessions (pages opened, API clients started) one client may begin per minute: Gradio spends
 # about 0.1 s of the server's CPU setting up each one, before any handler could refuse it.
 CLIENT_NEW_SESSIONS = _number("PLAYGROUND_CLIENT_SESSIONS_PER_MINUTE", 20)
+# An idle render worker holding more memory than this is restarted (what a hostile template or a large
+# tokenizer left in it comes back to the system).
+WORKER_RECYCLE_BYTES = int(_number("PLAYGROUND_WORKER_RECYCLE_MB", 700) * 1_000_000)

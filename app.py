@@ -13,13 +13,14 @@ import os
 import threading
 import time
 
+from engine import limits, server_guard
 from engine.engines import jinja_js
 from engine.public import make_public, policy
 from engine.sandbox import shared_pool
 
 LOG = logging.getLogger("playground")
-# How often idle sessions are asked to let go of their memory (app.state.drop_idle).
-SWEEP_SECONDS = 60
+# How often idle sessions are released (app.visitors.sweep): a few times per idle limit.
+SWEEP_SECONDS = min(60.0, max(1.0, limits.IDLE_SECONDS / 4))
 
 
 def is_loopback(host: str) -> bool:
@@ -33,12 +34,14 @@ def is_loopback(host: str) -> bool:
 
 
 def sweep_idle_sessions() -> None:
-    from app.state import drop_idle
+    from app.visitors import sweep
 
     while True:
         time.sleep(SWEEP_SECONDS)
-        if dropped := drop_idle():
-            LOG.info("Released the memory of %d idle session(s).", dropped)
+        try:
+            sweep()
+        except Exception:  # noqa: BLE001 - the sweep must keep running whatever one pass met
+            LOG.exception("Sweeping idle sessions failed")
 
 
 def main() -> None:
@@ -57,14 +60,26 @@ def main() -> None:
         make_public()  # before the page is built: the page and the engine ask the same policy
     rules = policy()
     LOG.info("Public mode is %s.", "on" if rules.public else "off (this machine's files and credentials are usable)")
+    if os.environ.get("PLAYGROUND_STRICT_ROUTING", "").strip() == "1":
+        server_guard.guard(strict=True)  # a visitor's template compiled in this process is refused (and logged)
+    from starlette.middleware import Middleware
+
     from app.page import LAUNCH_OPTIONS, build
+    from app.request_limits import RequestLimits
+    from app.visitors import forget_gradio_pages
 
     # Start the render workers while the server starts, so the first page load does not wait.
     threading.Thread(target=shared_pool().warm, daemon=True).start()
     # Install @huggingface/jinja for the engines check now (once, into .cache/engines), not in a check.
     threading.Thread(target=jinja_js.install, daemon=True).start()
     threading.Thread(target=sweep_idle_sessions, daemon=True, name="playground-sweep").start()
-    build().queue(default_concurrency_limit=8).launch(server_name=args.host, server_port=args.port, **LAUNCH_OPTIONS)
+    page = build().queue(default_concurrency_limit=8)
+    # Uploads (and Gradio's copies of files) are deleted this long after they were written.
+    page.delete_cache = (max(1, int(limits.TEMP_FILE_SECONDS // 10)), max(1, int(limits.TEMP_FILE_SECONDS)))
+    page.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True,
+                app_kwargs={"middleware": [Middleware(RequestLimits)]}, **LAUNCH_OPTIONS)
+    forget_gradio_pages(page.state_holder)
+    page.block_thread()
 
 
 if __name__ == "__main__":

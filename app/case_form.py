@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine.budget import check_workspace
 from engine.cases import Case
 from engine.diagnostics import Diagnostic
 from engine.inputs import load_json
@@ -145,7 +146,11 @@ def save_form(workspace: Workspace, form_case: str, form: CaseForm) -> list[Diag
     base = workspace.find_case(form_case) or workspace.case
     case, problems = read_form(workspace, base, form)
     if case is not None:
-        workspace.cases[workspace.cases.index(base)] = case
+        index = workspace.cases.index(base)
+        workspace.cases[index] = case
+        if too_much := check_workspace(workspace, "case"):  # each field within its limit, all of them not
+            workspace.cases[index] = base
+            return too_much
     return problems
 
 

@@ -12,10 +12,12 @@ from typing import Any
 
 import gradio as gr
 
+from engine.budget import check_workspace
 from engine.cases import Case, message_shape
 from engine.workspace import Workspace
 
 from .case_form import BOOL_NAMES, CHOICE_NAMES, FORM_FIELDS, TEXT_NAMES, CaseForm, json_text, save_form, slot_plan
+from .highlight import description_html
 from .run_panel import forget_other_run
 from .state import Session
 
@@ -70,7 +72,7 @@ def show_case(workspace: Workspace, note: str = "") -> dict[str, Any]:
         "case_picker": gr.update(choices=workspace.case_names(), value=case.name),
         "case_name": case.name,
         "form_case": case.name,
-        "case_description": description,
+        "case_description": description_html(description),
         **form_updates(workspace, case),
     }
 
@@ -90,17 +92,24 @@ def select_case(session: Session, case_picker: str, form_case: str, **form: Any)
 def add_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
     workspace = _save(session, form_case, form)
     name = workspace.unique_name("new case")
-    workspace.cases.append(Case(name, [{"role": "user", "content": "Hello!"}]))
-    workspace.case_name = name
-    return {**show_case(workspace), **forget_other_run(session)}
+    return _insert(session, len(workspace.cases), Case(name, [{"role": "user", "content": "Hello!"}]))
 
 
 def duplicate_case(session: Session, form_case: str, **form: Any) -> dict[str, Any]:
     workspace = _save(session, form_case, form)
     source = workspace.case
     copy = Case.from_dict({**source.to_dict(), "name": workspace.unique_name(f"{source.name} copy")})
-    workspace.cases.insert(workspace.cases.index(source) + 1, copy)
-    workspace.case_name = copy.name
+    return _insert(session, workspace.cases.index(source) + 1, copy)
+
+
+def _insert(session: Session, index: int, case: Case) -> dict[str, Any]:
+    """Add `case` at `index` and show it, unless the workspace cannot hold it (engine.budget)."""
+    workspace = session.workspace
+    workspace.cases.insert(index, case)
+    if too_much := check_workspace(workspace, "case"):
+        workspace.cases.remove(case)
+        return show_case(workspace, f"⚠ {too_much[0].message}")
+    workspace.case_name = case.name
     return {**show_case(workspace), **forget_other_run(session)}
 
 
@@ -164,7 +173,7 @@ def build_case_panel() -> dict[str, Any]:
             duplicate = gr.Button("Duplicate", size="sm", scale=0, min_width=96, elem_id="case-duplicate")
             rename = gr.Button("Rename", size="sm", scale=0, min_width=86, elem_id="case-rename")
             delete = gr.Button("Delete", size="sm", variant="stop", scale=0, min_width=80, elem_id="case-delete")
-        description = gr.Markdown(elem_classes=["case-description"])
+        description = gr.HTML(elem_classes=["case-description"])  # text (a share link's), never markup
         form_case = gr.Textbox(visible=False)
         gr.HTML(conversation_box(), elem_id="conversation-box")
         messages = gr.Code(label="Messages (JSON)", language="json", lines=8, max_lines=24, elem_id="messages-editor")

@@ -85,7 +85,7 @@ def _run(session: Session):
     # The checks render and parse the author's templates many times: in the killable worker, so a
     # runaway template (or a catastrophic regex) cannot hold the server; one call per visitor at a time.
     tokenizer = session.tokenizer.files if session.tokenizer is not None else None  # built once in the worker
-    return workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100, owner=session.id, tokenizer=tokenizer)
+    return workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100, owner=session.owner, tokenizer=tokenizer)
 
 
 def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:

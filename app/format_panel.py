@@ -86,7 +86,9 @@ def pick_format(session: Session, chat_template: str, response_template: str, fo
     if fmt is None:
         return {"format_box": gr.update(visible=False), "format_status": problem}
     sync(session, chat_template, response_template, form_case, form)
-    shown, changes = proposal_diff(session.workspace.response_template, fmt.response_template_text, f"the {fmt.name} format")
+    # Against the editor's text as sent (a text over its limit is not kept by the server, but it is the visitor's).
+    editor = response_template if isinstance(response_template, str) else session.workspace.response_template
+    shown, changes = proposal_diff(editor, fmt.response_template_text, f"the {fmt.name} format")
     return {"format_box": gr.update(visible=True), "format_diff": shown, "format_info": info_html(fmt),
             "format_apply": gr.update(interactive=changes), "format_status": ""}  # fmt: skip
 

@@ -11,10 +11,12 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import regex
 
+from engine.budget import summarised
 from engine.diagnostics import Diagnostic
 from engine.text import GENERIC_SPECIAL_TOKEN, shorten
 from engine.trace import Segment
@@ -26,7 +28,10 @@ KNOWN_FIELDS = {"content": 0, "reasoning_content": 1, "tool_calls": 2}
 PALETTE_SIZE = 8
 
 WS_MARKS = {" ": "·", "\t": "→", "\n": "↵"}
-_WS = regex.compile(r"[ \t\n]")
+_WS = regex.compile(r" +|[\t\n]")  # a run of spaces is one marker span (not one per space)
+# A prompt longer than this is shown as its beginning and its end (the HTML of a 4-million-character
+# prompt with visible whitespace was 128 MB per keystroke).
+MAX_PROMPT_VIEW_CHARS = 200_000
 
 
 def esc(text: str) -> str:
@@ -50,7 +55,7 @@ def visible_ws(text: str) -> str:
     """Escaped text with spaces, tabs and newlines drawn as ·, → and ↵ (the characters stay)."""
     def mark(m: regex.Match) -> str:
         ch = m.group()
-        return f'<span class="ws">{WS_MARKS[ch]}</span>' + ("\n" if ch == "\n" else "\t" if ch == "\t" else "")
+        return f'<span class="ws">{WS_MARKS[ch[0]] * len(ch)}</span>' + ("\n" if ch == "\n" else "\t" if ch == "\t" else "")
 
     return _WS.sub(mark, esc(text))
 
@@ -80,7 +85,7 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
     if not diagnostics:
         return f'<div class="diags ok">✓ {esc(ok_text)}</div>' if ok_text else '<div class="diags ok"></div>'
     rows = []
-    for d in diagnostics:
+    for d in summarised(list(diagnostics)):
         where = ""
         if d.line is not None:
             where = f"line {d.line}" + (f", col {d.column}" if d.column is not None else "")
@@ -99,6 +104,37 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
             f' data-end-column="{d.end_column}"' if d.end_column else "")
         rows.append(f'<div class="diag {esc(d.severity)}" {place}>{body}</div>')
     return '<div class="diags">' + "".join(rows) + "</div>"
+
+
+# ----- descriptions ------------------------------------------------------------------------------
+
+# What a description may use: `code`, **bold**, and links to http(s) addresses, [text](url) or bare.
+_URL = r"""https?://[^\s()<>"']+"""
+_DESCRIPTION = regex.compile(rf"`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\(({_URL})\)|({_URL})")
+
+
+def description_html(text: str) -> str:
+    """A case's description (from a preset, or from a share link: anyone's text) as HTML: escaped,
+    with `code`, **bold** and links. Nothing else a link could dress the page with (forms, inputs,
+    styles, frames, images from other hosts): it is text. A link shows where it goes, and opens apart."""
+    paragraphs = []
+    for paragraph in regex.split(r"\n\s*\n", text.strip()):
+        out, cut = [], 0
+        for m in _DESCRIPTION.finditer(paragraph):
+            out.append(esc(paragraph[cut : m.start()]))
+            code, bold, label, target, bare = m.groups()
+            if code is not None:
+                out.append(f"<code>{esc(code)}</code>")
+            elif bold is not None:
+                out.append(f"<b>{esc(bold)}</b>")
+            else:
+                url = target or bare
+                shown = f"{esc(label)} ({esc(url)})" if label else esc(url)
+                out.append(f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>')
+            cut = m.end()
+        out.append(esc(paragraph[cut:]))
+        paragraphs.append(f"<p>{''.join(out)}</p>")
+    return f'<div class="case-description-text">{"".join(paragraphs)}</div>' if text.strip() else ""
 
 
 # ----- the prompt --------------------------------------------------------------------------------
@@ -123,7 +159,10 @@ def prompt_html(
 ) -> str:
     """The rendered prompt with special tokens boxed, the generation prompt tinted, a marker where
     the response template starts parsing (after `start_anchor`), and the regions the prompt already
-    opened (a prefilled `<think>`) coloured as the parser sees them."""
+    opened (a prefilled `<think>`) coloured as the parser sees them. A prompt over
+    `MAX_PROMPT_VIEW_CHARS` shows its first and last halves of that, with a note between."""
+    if len(prompt) > MAX_PROMPT_VIEW_CHARS:
+        return _elided(prompt, special_tokens, generation_start, anchor_end, prefix_segments, classes, show_whitespace)
     classes = classes or {}
     layers: list[tuple[int, int, str]] = []
     for m in special_token_pattern(special_tokens).finditer(prompt):
@@ -143,6 +182,22 @@ def prompt_html(
         )
     body = _layered(prompt, layers, markers, show_whitespace)
     return f'<div class="prompt-text{" show-ws" if show_whitespace else ""}">{body}</div>'
+
+
+def _elided(prompt: str, special_tokens: Iterable[str], generation_start: int | None, anchor_end: int | None,
+            prefix_segments: Sequence[Segment], classes: dict[str, str] | None, show_whitespace: bool) -> str:
+    half = MAX_PROMPT_VIEW_CHARS // 2
+    cut = len(prompt) - half
+    tail = prompt_html(
+        prompt[cut:], special_tokens=special_tokens, classes=classes, show_whitespace=show_whitespace,
+        generation_start=generation_start - cut if generation_start is not None and generation_start >= cut else None,
+        anchor_end=anchor_end - cut if anchor_end is not None and anchor_end >= cut else None,
+        prefix_segments=[replace(s, start=s.start - cut, end=s.end - cut) for s in prefix_segments if s.start >= cut],
+    )
+    head = prompt_html(prompt[:half], special_tokens=special_tokens, show_whitespace=show_whitespace)
+    note = (f'<div class="stale-banner">The prompt is {len(prompt):,} characters: its first and last {half:,} are '
+            f"shown; {cut - half:,} in between are not.</div>")
+    return note + head + '<div class="elided">…</div>' + tail
 
 
 def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, str], show_ws: bool) -> str:

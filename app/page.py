@@ -201,8 +201,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
 
 
 def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False) -> dict[str, Any]:
-    paths = [f if isinstance(f, str) else getattr(f, "name", str(f)) for f in (files or [])]
-    workspace, problems = from_files(session.workspace, paths)
+    workspace, problems = from_files(session.workspace, files)
     if workspace is None:
         return {"status": status_html(problems)}
     tokens.keep_tokenizer_tokens(session, workspace)
@@ -439,10 +438,10 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
                        **quiet))
     ui.on(ui["format_discard"].click, formats.discard_format, [], formats.SHOWN, **quiet)
 
-    # Checks take a render worker for up to a minute: at most two at once, so renders always find one.
+    # Checks take a worker for up to a minute: the pool gives each client one at a time and keeps places
+    # for renders (engine.sandbox), so no limit here holds one visitor's checks behind another's.
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,
-          ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"],
-          concurrency_limit=2)
+          ["checks_summary", "checks_list", "checks_diagnostics", "engines_table", "engine_detail", "intended_list", "check_detail"])
     ui.on(ui["checks_list"].click, pick_check, ["session"], ["check_detail"], show_progress="hidden")
     ui.on(ui["engines_table"].select, show_engine_cell, ["session"], ["engine_detail"], show_progress="hidden")
     ui.on(ui["intend_mark"].click, mark_selected_intended, ["session", "intend_why"],

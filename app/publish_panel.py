@@ -8,15 +8,15 @@ never stored in the session, put in a share link, or shown back."""
 
 from __future__ import annotations
 
+import base64
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from engine.diagnostics import Diagnostic
-from engine.hub import build_files, local_token, plan_publish, publish, zip_files
+from engine import limits
+from engine.hub import local_token, plan_publish, publish, templates_zip
 from engine.public import policy
 
 from .highlight import diagnostics_html, esc
@@ -31,6 +31,10 @@ NOTE = (
 )
 # "Sign in with Hugging Face" needs the OAuth a Space provides.
 ON_SPACE = bool(os.environ.get("SPACE_ID"))
+# Building the files compiles the chat template: in the bounded worker, within a render's time.
+BUILD_TIMEOUT = limits.RENDER_SECONDS
+# A diff shows at most this many lines (a repo's tokenizer_config.json can be megabytes).
+MAX_DIFF_LINES = 5_000
 
 
 def chat_template_to_publish(session: Session) -> str | dict[str, str]:
@@ -58,7 +62,12 @@ def diff_html(diff: str, computed: bool = True) -> str:
     if not diff:
         return '<div class="diff-empty">No changes.</div>'
     rows = []
-    for line in diff.splitlines():
+    lines = diff.splitlines()
+    if len(lines) > MAX_DIFF_LINES:
+        rows.append(f'<div class="diff-empty">The diff has {len(lines):,} lines; the first {MAX_DIFF_LINES:,} are shown '
+                    "(the zip and the pull request hold every file whole).</div>")
+        lines = lines[:MAX_DIFF_LINES]
+    for line in lines:
         cls = "add" if line.startswith("+") and not line.startswith("+++") else "del" if line.startswith("-") and not line.startswith("---") else "hunk" if line.startswith("@@") else "file" if line.startswith(("---", "+++")) else ""
         rows.append(f'<div class="{cls}">{esc(line) or " "}</div>')
     return '<div class="diff">' + "".join(rows) + "</div>"
@@ -71,15 +80,16 @@ def preview(session: Session, chat_template: str, response_template: str, form_c
     repo = (publish_repo or "").strip()
     if not repo:
         return {"publish_diff": "", "publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model)" + (", or a local folder to diff against." if policy().allow_paths else "."))]),
-                "publish_zip": None}  # fmt: skip
+                "publish_zip": ""}  # fmt: skip
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(publish_revision or "").strip() or None, token=_token(publish_token, oauth))  # fmt: skip
+                        revision=(publish_revision or "").strip() or None, token=_token(publish_token, oauth),
+                        timeout=BUILD_TIMEOUT)  # fmt: skip
     failed = any(d.severity == "error" for d in plan.diagnostics)
     files = "".join(f'<div class="diff-file"><b>{esc(c.path)}</b> · {esc(c.status)}</div>' for c in plan.changes)
     out: dict[str, Any] = {
         "publish_diff": files + diff_html(plan.diff(), computed=not failed),
         "publish_messages": diagnostics_html(plan.diagnostics, "Ready: review the diff, then open the pull request."),
-        "publish_zip": _zip_file(plan.zip(), f"{repo}-templates") if plan.changes and not failed else None,
+        "publish_zip": zip_link(plan.zip(), f"{repo}-templates") if plan.changes and not failed else "",
     }
     if plan.title:
         out["publish_title"] = plan.title
@@ -98,7 +108,7 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
         return {"publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model).")])}
     token = _token(publish_token, oauth)
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(publish_revision or "").strip() or None, token=token)  # fmt: skip
+                        revision=(publish_revision or "").strip() or None, token=token, timeout=BUILD_TIMEOUT)  # fmt: skip
     result = publish(plan, token=token, title=publish_title or None, description=publish_description or None)
     if isinstance(result, Diagnostic):
         return {"publish_messages": diagnostics_html([result])}
@@ -109,17 +119,20 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
 def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
     """The zip without a repo to diff against: the files as `save_pretrained` writes them from scratch."""
     sync(session, chat_template, response_template, form_case, form)
-    built = build_files({}, chat_template_to_publish(session), session.workspace.response_template)
-    if any(d.severity == "error" for d in built.diagnostics):
-        return {"publish_zip": None, "publish_messages": diagnostics_html(built.diagnostics)}
-    return {"publish_zip": _zip_file(zip_files(built.files), "templates")}
+    data, problems = templates_zip(chat_template_to_publish(session), session.workspace.response_template,
+                                   timeout=BUILD_TIMEOUT)
+    if data is None:
+        return {"publish_zip": "", "publish_messages": diagnostics_html(problems)}
+    return {"publish_zip": zip_link(data, "templates")}
 
 
-def _zip_file(data: bytes, name: str) -> str:
-    folder = Path(tempfile.mkdtemp(prefix="playground-zip-"))
-    path = folder / (name.replace("/", "--").strip(".") + ".zip")
-    path.write_bytes(data)
-    return str(path)
+def zip_link(data: bytes, name: str) -> str:
+    """A download link carrying the zip itself (a data URL): nothing is written to the server's disk,
+    so nothing is left there (a file per download used to stay forever)."""
+    filename = name.replace("/", "--").strip(".") + ".zip"
+    return (f'<a class="zip-link" id="publish-zip-link" download="{esc(filename)}" '
+            f'href="data:application/zip;base64,{base64.b64encode(data).decode()}">⬇ {esc(filename)} '
+            f"({max(1, len(data) // 1000):,} kB)</a>")
 
 
 def _problem(message: str):
@@ -146,7 +159,7 @@ def build_publish_tab() -> dict[str, Any]:
         download = gr.Button("Download zip", elem_id="publish-download")
     messages = gr.HTML(elem_id="publish-messages")
     diff = gr.HTML(elem_id="publish-diff")
-    zip_file = gr.File(label="Zip", interactive=False, elem_id="publish-zip")
+    zip_file = gr.HTML(elem_id="publish-zip")
     return dict(publish_repo=repo, publish_revision=revision, publish_title=title, publish_description=description,
                 publish_token=token, publish_preview=preview_button, publish_open=open_pr, publish_download=download,
                 publish_messages=messages, publish_diff=diff, publish_zip=zip_file)

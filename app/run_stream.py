@@ -10,11 +10,12 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
 from engine.response_spec import load_response_spec
@@ -55,6 +56,14 @@ def read_settings(**values: Any) -> RunSettings:
         remote_url=(values.get("remote_url") or "").strip(),
         remote_model=(values.get("remote_model") or "").strip(),
     )
+
+
+def store_settings(workspace: Workspace, settings: RunSettings) -> None:
+    """Keep the run settings in the workspace; a paste over the output cap is not kept (a run
+    refuses it, saying how long it is; the box still holds what was pasted)."""
+    if len(settings.pasted) > limits.MAX_OUTPUT_CHARS:
+        settings = replace(settings, pasted=workspace.run.pasted)
+    workspace.run = settings
 
 
 @dataclass
@@ -167,7 +176,7 @@ def stream_run(session: Session, settings: RunSettings, api_key: str | None = No
 
 def _stream_run(session: Session, settings: RunSettings, api_key: str | None, interval: float) -> Iterator[RunUpdate]:
     workspace = session.workspace
-    workspace.run = settings
+    store_settings(workspace, settings)
     run_id = uuid.uuid4().hex[:8]
     loaded = load_response_spec(workspace.response_template)
     if not loaded.ok:
@@ -176,7 +185,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     case = workspace.case
     # What the run belongs to, as it starts: the author may edit while it streams (the run is then stale).
     ran_with = run_key(workspace)
-    rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.id)
+    rendered = workspace.render(case, timeout=RENDER_TIMEOUT, owner=session.owner)
     if rendered.prompt is None:
         yield not_started([Diagnostic("error", "The prompt does not render; fix the chat template or the case first.", "chat_template"), *rendered.diagnostics])
         return

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .run_stream import read_settings
+from .run_stream import read_settings, store_settings
 from .state import Session, encode_workspace
 from .workbench import sync
 
@@ -51,11 +51,11 @@ def share_code(session: Session, chat_template: str, response_template: str, for
     """The Share button: the editors, the case form and the run settings (`values`, by name) as a
     share code; the page turns it into a link."""
     sync(session, chat_template, response_template, form_case, values)
-    session.workspace.run = read_settings(**values)
+    store_settings(session.workspace, read_settings(**values))
     return {"share_code": encode_workspace(session.workspace)}
 
 
 def save_settings(session: Session, **settings: Any) -> dict[str, str]:
     """A run setting changed: keep it in the workspace; returns the code browser storage saves."""
-    session.workspace.run = read_settings(**settings)
+    store_settings(session.workspace, read_settings(**settings))
     return {"saved_code": encode_workspace(session.workspace)}

@@ -8,11 +8,16 @@ import json
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
+from gradio.utils import get_upload_folder
+
+from engine.budget import check_workspace
 from engine.diagnostics import Diagnostic
 from engine.hub import load_templates, read_uploads
 from engine.presets import load_preset, preset_names
 from engine.public import policy
+from engine.sandbox import bounded_if_large
 
 from engine.workspace import Workspace
 
@@ -93,18 +98,45 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
     workspace, notes = with_templates(current, loaded.chat_template, loaded.response_template, loaded.special_tokens, repo)
     workspace.source_repo = repo if loaded.is_repo else ""
     workspace.source_revision = (revision or "").strip()
+    if too_much := check_workspace(workspace, "hub"):
+        return None, too_much
     return workspace, loaded.diagnostics + notes
 
 
-def from_files(current: Workspace, paths: list[str]) -> tuple[Workspace | None, list[Diagnostic]]:
+# An upload is a few files: the templates (and named ones), or a tokenizer.json with its config.
+MAX_UPLOAD_FILES = 10
+
+
+def take_uploads(items: list[Any] | None) -> dict[str, bytes]:
+    """The bytes of uploaded files by name (at most `MAX_UPLOAD_FILES`). Each file is deleted once
+    read: it waited in Gradio's upload folder, and nothing reads it again (the rest of that folder
+    goes on `limits.TEMP_FILE_SECONDS`' timer)."""
+    uploads: dict[str, bytes] = {}
+    folder = Path(get_upload_folder()).resolve()
+    for item in (items or [])[:MAX_UPLOAD_FILES]:
+        path = Path(item if isinstance(item, str) else getattr(item, "name", str(item)))
+        uploads[path.name] = path.read_bytes()
+        if path.resolve().is_relative_to(folder):
+            path.unlink(missing_ok=True)
+    return uploads
+
+
+def from_files(current: Workspace, items: list[Any] | None) -> tuple[Workspace | None, list[Diagnostic]]:
     """Uploaded files, read by the engine (`engine.hub.read_uploads`)."""
-    if not paths:
+    uploads = take_uploads(items)
+    if not uploads:
         return None, [Diagnostic("error", "No files uploaded.", "hub")]
-    found = read_uploads({Path(path).name: Path(path).read_bytes() for path in paths})
+    # Uploaded JSON past a few hundred kilobytes is decoded in a worker.
+    found, problem = bounded_if_large(read_uploads, {"uploads": uploads}, sum(map(len, uploads.values())),
+                                      doing="Reading the files")
+    if problem is not None:
+        return None, [replace(problem, source="hub")]
     if found.chat_template is None and found.response_template is None:
         return None, found.diagnostics
     workspace, notes = with_templates(current, found.chat_template, found.response_template, found.special_tokens,
                                       "The uploaded files")
+    if too_much := check_workspace(workspace, "hub"):
+        return None, too_much
     return workspace, found.diagnostics + notes
 
 

@@ -13,8 +13,8 @@ carries a token or an API key, which are not part of the workspace at all.
 from __future__ import annotations
 
 import base64
-import copy
 import binascii
+import copy
 import itertools
 import json
 import threading
@@ -26,20 +26,21 @@ from array import array
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from engine.diagnostics import Diagnostic
 from engine import limits
-from engine.inputs import depth, printable_value
+from engine.budget import workspace_size
+from engine.diagnostics import Diagnostic
 from engine.presets import load_preset
 from engine.regex_bounds import RegexAllowance
-from engine.workspace import SCHEMA_VERSION, Workspace
+from engine.sandbox import bounded_if_large
+from engine.workspace import Workspace, workspace_from_json
 
-# A share code decompresses to at most this much JSON: a link is untrusted input (zip bombs).
-MAX_SHARE_BYTES = 4_000_000
+# A share code decompresses to at most this much JSON: a link is untrusted input (zip bombs). A
+# workspace at its budget (engine.limits.MAX_WORKSPACE_CHARS) fits, JSON-escaped.
+MAX_SHARE_BYTES = 2 * limits.MAX_WORKSPACE_CHARS
 DEFAULT_PRESET = "smollm3"
-# A session idle this long lets go of what it holds only for speed or replay (its last run, the last
-# prompt's HTML, the last checks): the memory comes back even if the tab is never closed. Its
-# templates and cases stay. (Gradio itself drops a closed tab's state after an hour.)
-IDLE_SECONDS = 30 * 60
+# A session idle this long is released, workspace and all (engine.budget): the memory comes back even
+# if the tab is never closed, and this Gradio keeps a session's state forever otherwise.
+IDLE_SECONDS = limits.IDLE_SECONDS
 
 
 def default_workspace() -> Workspace:
@@ -61,7 +62,8 @@ def encode_workspace(workspace: Workspace) -> str:
 def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
     """The workspace in a share code, or a diagnostic saying why the link cannot be opened. Never
     raises: a link is untrusted input (cut short, tampered with, a future version, nested a
-    thousand levels deep…)."""
+    thousand levels deep, a few kilobytes that inflate to a million messages…). Inflating is
+    bounded here; JSON past a few hundred kilobytes is decoded in a worker."""
     code = (code or "").strip() if isinstance(code, str) else ""
     for prefix in ("#", "s="):
         code = code.removeprefix(prefix)
@@ -71,26 +73,18 @@ def decode_workspace(code: str) -> tuple[Workspace | None, Diagnostic | None]:
         raw = inflater.decompress(packed, MAX_SHARE_BYTES)
         if inflater.unconsumed_tail:
             raise ValueError(f"it expands to more than {MAX_SHARE_BYTES:,} bytes")
-        data = json.loads(raw.decode())
-        version = data.get("v", SCHEMA_VERSION) if isinstance(data, dict) else None
-        if not isinstance(version, int):
-            raise ValueError("it is not a playground state")
-        if version > SCHEMA_VERSION:
-            raise ValueError("it was made by a newer version of the playground")
-        if depth(data) > limits.MAX_JSON_DEPTH:
-            raise ValueError(f"it is nested more than {limits.MAX_JSON_DEPTH} levels deep")
-        # Text that is not valid Unicode (typed through the API, saved by `encode_workspace`) cannot
-        # be shown in an editor: it comes back as U+FFFD.
-        return Workspace.from_dict(printable_value(data)), None
-    except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError, ValueError, TypeError, KeyError,
-            AttributeError, RecursionError) as e:
-        reason = str(e) if isinstance(e, ValueError) and not isinstance(e, json.JSONDecodeError) else "it is damaged"
-        return None, Diagnostic(
-            "error",
-            f"This link's saved state cannot be opened: {reason}.",
-            "preset",
-            hint="The link may be cut short; ask for it again, or pick a preset.",
-        )
+    except (binascii.Error, zlib.error, ValueError) as e:
+        return None, _unopened(str(e) if type(e) is ValueError else "it is damaged")
+    found, problem = bounded_if_large(workspace_from_json, {"raw": raw}, len(raw), doing="Opening the link")
+    if problem is not None:
+        return None, _unopened(problem.message[0].lower() + problem.message[1:].rstrip("."))
+    workspace, reason = found
+    return (workspace, None) if workspace is not None else (None, _unopened(reason or "it is damaged"))
+
+
+def _unopened(reason: str) -> Diagnostic:
+    return Diagnostic("error", f"This link's saved state cannot be opened: {reason}.", "preset",
+                      hint="The link may be cut short; ask for it again, or pick a preset.")
 
 
 class LastRun:
@@ -170,9 +164,18 @@ class Session:
     busy: set = field(default_factory=set, repr=False)
     edits: int = 0  # edits synced so far (a running refresh renders again if more arrive meanwhile)
     form_problems: list = field(default_factory=list, repr=False)  # the case form's, at the last edit
+    refused: dict = field(default_factory=dict, repr=False)  # editor -> why its last text was not kept
     last_used: float = field(default_factory=time.monotonic, repr=False)
-    # This visitor's share of regex time, whatever number of edits and runs they send.
+    # This visitor's share of regex time, whatever number of edits and runs they send (the client's,
+    # shared by all its sessions, once a request has named the client: app.visitors).
     regex: RegexAllowance = field(default_factory=RegexAllowance, repr=False)
+    # Who the session's requests count against (engine.clients), and Gradio's id of the page.
+    client: str = field(default="", repr=False)
+    page: str = field(default="", repr=False)
+    # Characters of each value Gradio keeps for this session (every input and output it saw last).
+    shown: dict = field(default_factory=dict, repr=False)
+    held: int = field(default=0, repr=False)  # bytes held, as last counted (app.visitors.account)
+    released: bool = field(default=False, repr=False)  # let go of (idle, or over a budget)
 
     def __post_init__(self) -> None:
         _live.add(self)
@@ -257,16 +260,38 @@ class Session:
                 return True
             return False
 
+    @property
+    def owner(self) -> str:
+        """Who the session's work counts against in the workers: its client (its id before a request named one)."""
+        return self.client or self.id
+
+    def held_bytes(self) -> int:
+        """About how many bytes this session holds: its workspace, its last run, prompt and checks,
+        its tokenizer's files, and the values Gradio keeps for it."""
+        size = 0 if self.released else workspace_size(self.workspace)
+        size += len(self.last_prompt_html) + sum(self.shown.values()) + 2_000 * len(self.checks)
+        if self.last_run is not None:
+            size += 2 * len(self.last_run.output) + len(self.last_run.prompt) + 12 * len(self.last_run)
+        files = getattr(self.tokenizer, "files", None)
+        if files is not None:
+            size += len(files.tokenizer_json) + len(files.config or b"") + len(files.special_tokens_map or b"")
+        return size
+
     def release(self) -> None:
-        """Let go of what only speeds up or replays (kept: the workspace and a draft under review)."""
-        self.last_run = None
+        """Let go of everything (idle, or over a budget: engine.budget): the workspace too. A later
+        request of this session is told to reload; the browser's saved copy brings the work back."""
+        self.released = True
+        self.workspace = Workspace()
+        self.last_run, self.last_spec, self.draft, self.draft_undo = None, None, None, None
         self.last_prompt_html = ""
         self.checks, self.engines, self.selected_check = [], {}, None
-        self.tokenizer = self.model_tokenizer = None  # a tokenizer can hold 100 MB; loaded again in a click
+        self.tokenizer = self.model_tokenizer = None  # a tokenizer can hold 100 MB
+        self.shown, self.form_problems, self.refused = {}, [], {}
 
 
 # What a copy of a session starts afresh.
-_NOT_COPIED = ("stop", "tokenizer", "model_tokenizer", "id", "busy", "edits", "form_problems", "last_used", "regex")
+_NOT_COPIED = ("stop", "tokenizer", "model_tokenizer", "id", "busy", "edits", "form_problems", "refused", "last_used", "regex",
+               "client", "page", "shown", "held", "released")
 # Guards every session's `busy` and `edits` (held for a few instructions; not a field: Gradio copies
 # the session's fields, and a lock cannot be copied).
 _BUSY_LOCK = threading.Lock()
@@ -275,14 +300,16 @@ _BUSY_LOCK = threading.Lock()
 _live: weakref.WeakSet[Session] = weakref.WeakSet()
 
 
-def drop_idle(idle_seconds: float = IDLE_SECONDS) -> int:
-    """Release the memory of sessions idle for `idle_seconds`; returns how many let go of something."""
-    now = time.monotonic()
-    dropped = 0
-    for session in list(_live):
-        # Under the lock events claim a session with: none starts half-way through a release.
-        with _BUSY_LOCK:
-            if now - session.last_used > idle_seconds and not session.busy and (session.last_run or session.last_prompt_html):
-                session.release()
-                dropped += 1
-    return dropped
+def live_sessions() -> list[Session]:
+    """Every session alive now (Gradio's state holds them)."""
+    return list(_live)
+
+
+def release_unless_busy(session: Session) -> bool:
+    """Release `session` (see `Session.release`) unless a request of it is in flight; under the lock
+    events claim a session with, so none starts half-way through a release."""
+    with _BUSY_LOCK:
+        if session.busy or session.released:
+            return False
+        session.release()
+        return True

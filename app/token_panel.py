@@ -5,17 +5,18 @@ assistant mask shaded). The engine (`engine.tokens`) loads tokenizers and comput
 from __future__ import annotations
 
 import html
-from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.diagnostics import Diagnostic
 from engine.public import policy
 from engine.tokens import (TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens,
                            read_special_tokens, special_tokens_for, special_tokens_text)
 
 from .highlight import diagnostics_html, esc, visible_ws
+from .sources import take_uploads
 from .state import Session
 
 TOKEN_LEGEND = (
@@ -23,6 +24,8 @@ TOKEN_LEGEND = (
     '<span class="chip tk-demo gp">generation prompt</span><span class="chip tk-demo am">assistant mask '
     "(trained on)</span> · hover a token for its id</div>"
 )
+# A tokenizer is checked and built in the bounded worker: a 40 MB tokenizer.json takes seconds.
+LOAD_TIMEOUT = 3 * limits.RENDER_SECONDS
 NO_TOKENIZER = ("No tokenizer loaded: load one under “Tokenizer”, below the workbench (from the Hub repo, a tokenizer.json, "
                 "a folder, or the model you ran).")
 
@@ -100,23 +103,20 @@ def load_from_hub(session: Session, tokenizer_repo: str, hub_revision: str = "")
     from engine.hub import local_token
 
     revision = (hub_revision or "").strip() or (session.workspace.source_revision if repo == session.workspace.source_repo else "")
-    return _loaded(session, *load_tokenizer_repo(repo, revision or None, token=local_token()))
+    return _loaded(session, *load_tokenizer_repo(repo, revision or None, token=local_token(), timeout=LOAD_TIMEOUT))
 
 
 def load_from_upload(session: Session, tokenizer_upload: list[Any] | None) -> dict[str, Any]:
     session.touch()
-    uploads = {}
-    for item in tokenizer_upload or []:
-        path = Path(item if isinstance(item, str) else getattr(item, "name", str(item)))
-        uploads[path.name] = path.read_bytes()
+    uploads = take_uploads(tokenizer_upload)
     if not uploads:
         return {}
-    return _loaded(session, *load_tokenizer_uploads(uploads))
+    return _loaded(session, *load_tokenizer_uploads(uploads, timeout=LOAD_TIMEOUT))
 
 
 def load_from_folder(session: Session, tokenizer_folder: str) -> dict[str, Any]:
     session.touch()
-    return _loaded(session, *load_tokenizer_path((tokenizer_folder or "").strip()))
+    return _loaded(session, *load_tokenizer_path((tokenizer_folder or "").strip(), timeout=LOAD_TIMEOUT))
 
 
 def use_model(session: Session) -> dict[str, Any]:
@@ -131,7 +131,7 @@ def session_tokens(session: Session, prompt: str, generation_spans: list, genera
     if session.tokenizer is None:
         return None
     return prompt_tokens(session.tokenizer.files, prompt, generation_spans, generation_start, timeout=timeout,
-                         owner=session.id)
+                         owner=session.owner)
 
 
 def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False) -> str:

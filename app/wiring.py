@@ -19,6 +19,10 @@ from typing import Any
 
 import gradio as gr
 
+from engine.server_guard import serving
+
+from . import visitors
+from .state import Session
 from .widgets import exact_value
 
 
@@ -52,19 +56,25 @@ class Wiring:
 def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Callable:
     """A Gradio callback that calls `handler(**{name: value})` and turns the names of its result into
     components. Keeps `handler`'s extra (non-component) parameters in its signature, so Gradio still
-    injects OAuth tokens, select data and requests into them."""
+    injects OAuth tokens, select data and requests into them. Every call is attended to
+    (`visitors.attending`: its client named and counted, the session's memory counted after)."""
     signature = inspect.signature(handler)
     special = [p for p in signature.parameters.values()
                if p.name not in inputs and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]  # fmt: skip
     hints = typing.get_type_hints(handler) if special else {}
     parameters = [inspect.Parameter(f"value_{i}", inspect.Parameter.POSITIONAL_ONLY) for i in range(len(inputs))]
     parameters += [p.replace(kind=inspect.Parameter.POSITIONAL_OR_KEYWORD, default=inspect.Parameter.empty) for p in special]
-    count = len(inputs)
+    # Gradio fills a parameter annotated gr.Request with the request (who sent it, from where).
+    parameters.append(inspect.Parameter(REQUEST, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None))
+    count, extra = len(inputs), len(special)
 
-    def named(args: tuple) -> dict[str, Any]:
+    def named(args: tuple, keywords: dict[str, Any]) -> tuple[dict[str, Any], Any]:
+        """The handler's values by name, and the request (Gradio passes both by position)."""
         values = dict(zip(inputs, args[:count]))
-        values.update(zip((p.name for p in special), args[count:]))
-        return values
+        values.update(zip((p.name for p in special), args[count:count + extra]))
+        values.update({k: v for k, v in keywords.items() if k != REQUEST})
+        request = args[count + extra] if len(args) > count + extra else keywords.get(REQUEST)
+        return values, request
 
     def to_components(result: Any) -> Any:
         if result is None:
@@ -77,14 +87,45 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
         return {outputs[name]: exact_value(outputs[name], value) for name, value in result.items()}
 
     if inspect.isgeneratorfunction(handler):
-        def call(*args: Any) -> Iterable[Any]:
-            for result in handler(**named(args)):
-                yield to_components(result)
+        def call(*args: Any, **keywords: Any) -> Iterable[Any]:
+            values, request = named(args, keywords)
+            session = _session(values)
+            with visitors.attending(request, session) as client:
+                steps = handler(**values)
+                while True:
+                    with serving(client):  # each step may run on another thread
+                        try:
+                            result = next(steps)
+                        except StopIteration:
+                            break
+                    _shown(session, values, result)
+                    yield to_components(result)
     else:
-        def call(*args: Any) -> Any:
-            return to_components(handler(**named(args)))
+        def call(*args: Any, **keywords: Any) -> Any:
+            values, request = named(args, keywords)
+            session = _session(values)
+            with visitors.attending(request, session) as client, serving(client):
+                result = handler(**values)
+            _shown(session, values, result)
+            return to_components(result)
 
     call.__name__ = getattr(handler, "__name__", "handler")
     call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: hints[p.name] for p in special if p.name in hints}
+    call.__annotations__ = {p.name: hints[p.name] for p in special if p.name in hints} | {REQUEST: gr.Request}
+    call.input_names = tuple(inputs)  # type: ignore[attr-defined]  # for tests that drive every handler
+    call.output_names = {id(component): name for name, component in outputs.items()}  # type: ignore[attr-defined]
     return call
+
+
+# The name of the request parameter every callback takes (Gradio fills it; handlers never see it).
+REQUEST = "playground_request"
+
+
+def _session(values: dict[str, Any]) -> Session | None:
+    session = values.get("session")
+    return session if isinstance(session, Session) else None
+
+
+def _shown(session: Session | None, values: dict[str, Any], result: Any) -> None:
+    if session is not None:
+        visitors.note_shown(session, {**values, **(result if isinstance(result, dict) else {})})

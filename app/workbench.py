@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine import limits
+from engine.budget import keep_text
 from engine.diagnostics import Diagnostic, has_errors
 from engine.errors import log_failure
 from engine.response_spec import LoadedSpec, literal_delimiters, load_response_spec
@@ -60,7 +61,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     # One call to the worker for the prompt and where its generation prompt starts: the template is
     # compiled once (each edit is a new template to compile, the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
-    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True)
+    result = workspace.render(case, timeout=timeout, owner=session.owner, with_generation_start=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -129,10 +130,23 @@ def _view(session: Session, show_whitespace: bool) -> PromptView:
 def sync(session: Session, chat_template: str | None, response_template: str | None, form_case: str,
          form: dict[str, Any]) -> list[Diagnostic]:
     """Write the editors and the case form into the workspace; returns the case form's problems."""
-    workspace = session.workspace
-    workspace.chat_template = chat_template if isinstance(chat_template, str) else ""
-    workspace.response_template = response_template if isinstance(response_template, str) else ""
-    return save_form(workspace, form_case, CaseForm.from_named(form))
+    keep_template(session, "chat_template", chat_template)
+    keep_template(session, "response_template", response_template)
+    return save_form(session.workspace, form_case, CaseForm.from_named(form))
+
+
+# The most the server keeps of each editor's text (engine.budget.keep_text).
+EDITOR_LIMITS = {"chat_template": (limits.MAX_CHAT_TEMPLATE_CHARS, "chat template"),
+                 "response_template": (limits.MAX_RESPONSE_TEMPLATE_CHARS, "response template")}
+
+
+def keep_template(session: Session, editor: str, text: Any) -> None:
+    """Keep an editor's text in the workspace, unless it is over its limit (then the last text within
+    it stays, and the editor's diagnostics say why until a text within the limit arrives)."""
+    limit, what = EDITOR_LIMITS[editor]
+    kept, refused = keep_text(getattr(session.workspace, editor), text, limit, editor, what)  # type: ignore[arg-type]
+    setattr(session.workspace, editor, kept)
+    session.refused = {k: v for k, v in session.refused.items() if k != editor} | ({editor: refused} if refused else {})
 
 
 def refresh(session: Session, chat_template: str, response_template: str, form_case: str, show_whitespace: bool,
@@ -156,13 +170,13 @@ def toggle_tokens(session: Session, show_tokens: bool, show_whitespace: bool) ->
 def edit_chat_template(session: Session, chat_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the chat template editor: only that editor's text travels (the session holds
     the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21."""
-    session.workspace.chat_template = chat_template if isinstance(chat_template, str) else ""
+    keep_template(session, "chat_template", chat_template)
     return refreshed(session, show_whitespace)
 
 
 def edit_response_template(session: Session, response_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the response template editor (see `edit_chat_template`)."""
-    session.workspace.response_template = response_template if isinstance(response_template, str) else ""
+    keep_template(session, "response_template", response_template)
     return refreshed(session, show_whitespace)
 
 
@@ -186,9 +200,12 @@ def view_outputs(session: Session, view: PromptView) -> dict[str, Any]:
     """The editors' diagnostics, the case's, the prompt and its info line, the state code browser
     storage keeps, and the stale-run note, by output name (`page.REFRESH_OUTPUTS`)."""
     case_diags = session.form_problems + view.case_diagnostics
+    refused = session.refused
+    chat = [refused["chat_template"]] if "chat_template" in refused else []
+    response = [refused["response_template"]] if "response_template" in refused else []
     return {
-        "chat_diagnostics": diagnostics_html(view.chat_diagnostics, "Chat template renders this case."),
-        "response_diagnostics": diagnostics_html(view.response_diagnostics, "Response template loads."),
+        "chat_diagnostics": diagnostics_html(chat + view.chat_diagnostics, "Chat template renders this case."),
+        "response_diagnostics": diagnostics_html(response + view.response_diagnostics, "Response template loads."),
         "case_diagnostics": diagnostics_html(case_diags, "" if has_errors(case_diags) else "Case OK."),
         "prompt": view.html,
         "prompt_info": view.info,

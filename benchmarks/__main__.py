@@ -6,7 +6,8 @@ table with every figure of issue 15, its target and whether it is met. `--json` 
 object with exactly those keys (the details go to stderr), so the figures can be tracked over time;
 `--markdown` prints the table as docs/benchmarks.md shows it; `--quick` runs a reduced version (smaller
 inputs, fewer repeats) in under 50 seconds. `--draft` adds bench_draft's presets table and
-`--corpus DIR` runs check_corpus on a folder of real templates (both print their own tables).
+`--corpus DIR` runs check_corpus on a folder of real templates, `--public` runs bench_public (a public
+server under load and under attack; several minutes) (each prints its own tables).
 
 A full run starts the app first and waits until it is up and idle; `--quick` lets its start overlap
 the in-process benchmarks, so its figures are a smoke test (every key reported), not for judging.
@@ -140,6 +141,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--markdown", action="store_true", help="print the table as markdown (for docs/benchmarks.md)")
     parser.add_argument("--draft", action="store_true", help="also print bench_draft's presets table")
     parser.add_argument("--corpus", help="also run check_corpus on this folder of real templates")
+    parser.add_argument("--public", action="store_true",
+                        help="also run bench_public: a public server under load and under each attack of issue 25")
     args = parser.parse_args(argv)
     detail = sys.stderr if args.json else sys.stdout
     with contextlib.redirect_stdout(detail):
@@ -149,6 +152,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
             print("\n== drafting")
             bench_draft.presets(1 if args.quick else 5)
+        if args.public:
+            from benchmarks import bench_public
+
+            print("\n== a public server under attack")
+            bench_public.main([])
         if args.corpus:
             from benchmarks import check_corpus
 

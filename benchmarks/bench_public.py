@@ -1,34 +1,63 @@
-"""Latency of a public server under load (issue 11, "many users"): the playground served with
-PLAYGROUND_PUBLIC=1 on a free 127.0.0.1 port; 20 visitors edit at once through `gradio_client`,
-without and with one session flooding it with hostile edits (tests/load_scenario.py). Prints the
-percentiles of the visitors' refresh latency and how fast a newcomer gets the page and a first edit.
+"""A public server under load and under attack (issues 11 and 25): the playground served with
+PLAYGROUND_PUBLIC=1 on a free 127.0.0.1 port, behind a pretend proxy (one trusted hop; each client
+sends its own address). First 20 visitors edit at once through `gradio_client`, without and with one
+session flooding it with hostile edits (tests/load_scenario.py); then each of issue 25's attacks runs
+for a while (tests/attacks.py) while visitors edit and a newcomer arrives, and after it the memory of
+the server with its workers and the disk under its temporary folders are measured once the
+attacker's sessions are idle past the limit (shortened for the run). Targets (issue 25): during each
+attack a newcomer's page ≤ 2 s and the visitors' edits p95 ≤ 2 s; after it, memory within 300 MB of
+where it started and the disk where it was.
 
-Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3]`."""
+Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10]` (or
+`python -m benchmarks --public`)."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import tempfile
 from pathlib import Path
 
+from tests.attacks import ATTACKS, Phase, big_tokenizers, compile_bombs, quiet, run_phase
 from tests.load_scenario import run_scenario
 from tests.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parent.parent
+MB = 1_000_000
+IDLE_MINUTES = 0.25  # the run waits this out after each attack (30 minutes on a real server)
 
 
-def main() -> None:
+def _row(phase: Phase) -> str:
+    ok = (phase.newcomer_page or 99) <= 2 and phase.p95() <= 2 and phase.memory_after <= phase.memory_before + 300 * MB \
+        and phase.disk_after <= phase.disk_before + 64_000 and not phase.errors and not phase.wrong
+    checks = f"{phase.visitor_checks:.1f} s" if phase.visitor_checks is not None else ""
+    return (f"| {phase.name} | {phase.attacker_calls} | {phase.p95():.2f} s ({len(phase.latencies)}) | "
+            f"{phase.newcomer_page or 0:.2f} / {phase.newcomer_edit or 0:.2f} s | {checks} | "
+            f"{phase.memory_before / MB:.0f} → {phase.memory_peak / MB:.0f} → {phase.memory_after / MB:.0f} MB | "
+            f"{phase.disk_before / MB:.2f} → {phase.disk_after / MB:.2f} MB | {'met' if ok else 'MISSED'} |"
+            + (f" errors: {phase.errors[:2]}" if phase.errors else "") + (f" wrong: {phase.wrong[:2]}" if phase.wrong else ""))
+
+
+def main(argv: list[str] | None = None) -> list[Phase]:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+    parser.add_argument("--seconds", type=float, default=10, help="how long each attack runs")
+    args = parser.parse_args(argv)
     port = free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PLAYGROUND_PUBLIC": "1"}
+    base = Path(tempfile.mkdtemp(prefix="bench-public-"))
+    folders = [base / "gradio", base / "tmp"]
+    for folder in folders:
+        folder.mkdir()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", "PLAYGROUND_PUBLIC": "1",
+           "PLAYGROUND_PROXY_HOPS": "1", "PLAYGROUND_STRICT_ROUTING": "1", "PLAYGROUND_IDLE_MINUTES": str(IDLE_MINUTES),
+           "PLAYGROUND_TEMP_FILE_MINUTES": "0.1", "GRADIO_TEMP_DIR": str(folders[0]), "TMPDIR": str(folders[1])}
     url = f"http://127.0.0.1:{port}/"
     (ROOT / "artifacts").mkdir(exist_ok=True)
+    phases = []
     with serving([sys.executable, "app.py", "--port", str(port)], url, ROOT / "artifacts" / "bench-public.log",
-                 env=env, cwd=ROOT, timeout=120):
+                 env=env, cwd=ROOT, timeout=120) as process:
         print(f"{'scenario':<34}{'p50':>7}{'p90':>7}{'p99':>7}{'max':>7}  newcomer page / first edit")
         for sessions, attack in ((args.sessions, False), (args.sessions, True)):
             outcome = run_scenario(url, sessions=sessions, rounds=args.rounds, attack=attack)
@@ -38,6 +67,17 @@ def main() -> None:
                   f"{outcome.newcomer_page:.2f} s / {outcome.newcomer_refresh:.2f} s"
                   + (f"  ERRORS {outcome.errors[:2]}" if outcome.errors else "")
                   + (f"  WRONG {outcome.wrong[:2]}" if outcome.wrong else ""), flush=True)
+        print("\n| attack | attacker calls | visitors' edits p95 (n) | newcomer page / edit | a visitor's checks "
+              "| memory before → peak → after | disk before → after | |")
+        print("|---|---|---|---|---|---|---|---|")
+        settle = IDLE_MINUTES * 60 + 8
+        heavy = {compile_bombs: {"heavy": True}, big_tokenizers: {"megabytes": 35}}
+        for attack in (quiet, *ATTACKS.values()):
+            phase = run_phase(url, process.pid, folders, attack, seconds=args.seconds, visitors=4,
+                              settle=settle if attack is not quiet else 0, **heavy.get(attack, {}))
+            phases.append(phase)
+            print(_row(phase), flush=True)
+    return phases
 
 
 if __name__ == "__main__":

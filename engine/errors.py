@@ -3,7 +3,8 @@
 Messages a person sees are written in our own words (what failed, what to do). A library's or a
 server's own error text is quoted only through `quoted`: its first line, shortened, with anything
 token-shaped redacted, so nothing a server echoes (a URL with credentials, an Authorization header,
-a page of HTML) reaches the UI whole. The Hub's errors quote nothing at all (`hub.errors`).
+a page of HTML) reaches the UI whole, and no path on the server's disk does either. The Hub's errors
+quote nothing at all (`hub.errors`).
 
 The log is for the owner of a server (a Space): every catch-all boundary records what failed with
 its traceback through `log_failure`, redacted the same way. A token is never logged."""
@@ -25,6 +26,8 @@ _SECRETS = [
     (re.compile(r"(//[^/\s:@]+:)[^/\s@]+@"), r"\1***@"),
 ]
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A path on the server's disk (not the path of a URL): only its last part is shown.
+_PATH = re.compile(r"(?<![\w:/.~-])/(?:[\w.~-]+/)+([\w.~-]+)")
 
 
 def redact(text: str, *secrets: str | None) -> str:
@@ -37,6 +40,12 @@ def redact(text: str, *secrets: str | None) -> str:
     return text
 
 
+def without_paths(text: str) -> str:
+    """`text` with every absolute path on this machine cut to `…/<its last part>`: a visitor's
+    message never shows how the server's disk is laid out (a temporary folder, a home directory)."""
+    return _PATH.sub(r"…/\1", text)
+
+
 def quoted(error: BaseException | str, limit: int = 200) -> str:
     """How a message quotes someone else's error text: `TypeName: first line` (or the text's first
     line), control characters removed, redacted, at most `limit` characters."""
@@ -45,7 +54,7 @@ def quoted(error: BaseException | str, limit: int = 200) -> str:
         text = f"{type(error).__name__}: {first}" if first else type(error).__name__
     else:
         text = error.strip().splitlines()[0] if error.strip() else ""
-    text = redact(_CONTROL.sub("", text))
+    text = without_paths(redact(_CONTROL.sub("", text)))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

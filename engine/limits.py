@@ -51,3 +51,37 @@ MAX_JSON_DEPTH = int(_number("PLAYGROUND_MAX_JSON_DEPTH", 100))
 WORKER_MEMORY_BYTES = int(_number("PLAYGROUND_WORKER_MEMORY_MB", 1536) * 1024 * 1024)
 RENDER_WORKERS = int(_number("PLAYGROUND_RENDER_WORKERS", 2))
 MAX_RENDER_WORKERS = max(RENDER_WORKERS, int(_number("PLAYGROUND_MAX_RENDER_WORKERS", 6)))
+
+# What one visitor may hold and use (engine.budget, engine.clients): a session's workspace, counted
+# when it arrives (an edit, a preset, a share link, files, a Hub load); every session of one client
+# together; all sessions of the server. Over a budget, the longest-idle sessions are released first.
+MAX_CASES = int(_number("PLAYGROUND_MAX_CASES", 50))
+# Everything one workspace holds, in characters: both templates, named templates, cases, recordings,
+# a pasted output. A max-size case, a max-size paste and the templates fit.
+MAX_WORKSPACE_CHARS = int(_number("PLAYGROUND_MAX_WORKSPACE_CHARS", 3_000_000))
+# A session idle this long is released (its workspace too: the browser's saved copy and the share
+# link bring it back); the memory of one client's sessions, and of every session, beyond which the
+# longest-idle sessions are released first.
+IDLE_SECONDS = _number("PLAYGROUND_IDLE_MINUTES", 30) * 60
+CLIENT_BYTES = int(_number("PLAYGROUND_CLIENT_MB", 400) * 1_000_000)
+SESSIONS_BYTES = int(_number("PLAYGROUND_SESSIONS_MB", 1500) * 1_000_000)
+# Requests of one client running at once (each holds a server thread while it waits for a worker).
+CLIENT_REQUESTS = int(_number("PLAYGROUND_CLIENT_REQUESTS", 4))
+# Untrusted JSON larger than this (a share link, uploaded or downloaded template files) is decoded in
+# a worker: decoding is fast per byte, but a few megabytes of `[{},{},…]` are a million objects.
+DECODE_IN_SERVER_BYTES = int(_number("PLAYGROUND_DECODE_IN_SERVER_KB", 256) * 1000)
+# Diagnostics shown for one input (a case with a million malformed messages gets a summary line).
+MAX_DIAGNOSTICS = int(_number("PLAYGROUND_MAX_DIAGNOSTICS", 20))
+# Files the server writes for visitors (uploads) are deleted this long after they arrive.
+TEMP_FILE_SECONDS = _number("PLAYGROUND_TEMP_FILE_MINUTES", 10) * 60
+# The body of one request (an edit, a run: templates, a case, a pasted output, JSON-escaped), and
+# what uploads one client (and everyone) may send per window: uploads wait on disk until deleted.
+MAX_REQUEST_BYTES = int(_number("PLAYGROUND_MAX_REQUEST_MB", 16) * 1_000_000)
+CLIENT_UPLOAD_BYTES = int(_number("PLAYGROUND_CLIENT_UPLOAD_MB", 200) * 1_000_000)
+UPLOAD_BYTES = int(_number("PLAYGROUND_UPLOAD_MB", 2000) * 1_000_000)
+# New sessions (pages opened, API clients started) one client may begin per minute: Gradio spends
+# about 0.1 s of the server's CPU setting up each one, before any handler could refuse it.
+CLIENT_NEW_SESSIONS = _number("PLAYGROUND_CLIENT_SESSIONS_PER_MINUTE", 20)
+# An idle render worker holding more memory than this is restarted (what a hostile template or a large
+# tokenizer left in it comes back to the system).
+WORKER_RECYCLE_BYTES = int(_number("PLAYGROUND_WORKER_RECYCLE_MB", 700) * 1_000_000)

@@ -56,10 +56,16 @@ class RegexBudget:
     def __init__(self, seconds: float | None = None):
         self.seconds = limits.REGEX_SECONDS if seconds is None else seconds
         self.spent = 0.0
+        self.held: dict[int, float] = {}  # seconds reserved by calls still running, by thread
 
     @property
     def left(self) -> float:
         return self.seconds - self.spent
+
+    def left_here(self) -> float:
+        """What a call on this thread may use: what is left, this thread's own reservations given back
+        (a pattern matched inside another's `finditer` loop is not held back by that loop)."""
+        return self.left + self.held.get(threading.get_ident(), 0.0)
 
     def active(self) -> _Active:
         """`with budget.active():` charges regex calls made inside the block to this budget (and to
@@ -165,9 +171,10 @@ class BoundedPattern:
         charging the time it took: first holding the GIL for at most SLICE seconds, then, if it
         needs longer, with the GIL released."""
         budgets = _budgets()
-        left = min(b.left for b in budgets) if len(budgets) > 1 else budgets[0].left
+        left = min(b.left_here() for b in budgets)
         if left <= 0:
             raise RegexTimeout(self._compiled.pattern, min(b.seconds for b in budgets))
+        _reserve(budgets, left)
         start = time.perf_counter()
         try:
             try:
@@ -179,9 +186,7 @@ class BoundedPattern:
         except TimeoutError:
             raise RegexTimeout(self._compiled.pattern, min(b.seconds for b in budgets)) from None
         finally:
-            spent = time.perf_counter() - start
-            for budget in budgets:
-                budget.spent += spent
+            _reserve(budgets, -left, time.perf_counter() - start)  # the reservation given back, what it took charged
 
     def search(self, *args: Any, **kwargs: Any) -> Any:
         return self._run(self._compiled.search, args, kwargs)
@@ -209,29 +214,46 @@ class BoundedPattern:
         counts a scanner's timeout over its matching, not over the time between items)."""
         pattern = self._compiled.pattern
         budgets = _budgets()
-        left = min(b.left for b in budgets)
+        left = min(b.left_here() for b in budgets)
         if left <= 0:
             raise RegexTimeout(pattern, min(b.seconds for b in budgets))
-        return _charged(pattern, self._compiled.finditer(*args, **kwargs, timeout=left, concurrent=True), budgets)
+        _reserve(budgets, left)
+        return _charged(pattern, self._compiled.finditer(*args, **kwargs, timeout=left, concurrent=True), budgets, left)
 
 
-def _charged(pattern: str, matches: Iterator[Any], budgets: tuple[RegexBudget, ...]) -> Iterator[Any]:
+def _reserve(budgets: tuple[RegexBudget, ...], seconds: float, spent: float = 0.0) -> None:
+    """Reserve `seconds` on this thread (negative: give back) and charge `spent`. A call reserves all it
+    may use before it starts, so calls running at once on other threads with one budget (a client's
+    sessions share an allowance) cannot each spend all of it: the second finds nothing left."""
+    me = threading.get_ident()
+    for budget in budgets:
+        budget.spent += seconds + spent
+        held = budget.held.get(me, 0.0) + seconds
+        if held > 1e-9:
+            budget.held[me] = held
+        else:
+            budget.held.pop(me, None)
+
+
+def _charged(pattern: str, matches: Iterator[Any], budgets: tuple[RegexBudget, ...], reserved: float) -> Iterator[Any]:
     limit = min(b.seconds for b in budgets)
-    while True:
-        start = time.perf_counter()
-        try:
-            item = next(matches)
-        except StopIteration:
-            return
-        except TimeoutError:
-            raise RegexTimeout(pattern, limit) from None
-        finally:
-            spent = time.perf_counter() - start
-            for budget in budgets:
-                budget.spent += spent
-        if min(b.left for b in budgets) < 0:
-            raise RegexTimeout(pattern, limit)
-        yield item
+    used = 0.0
+    try:
+        while True:
+            start = time.perf_counter()
+            try:
+                item = next(matches)
+            except StopIteration:
+                return
+            except TimeoutError:
+                raise RegexTimeout(pattern, limit) from None
+            finally:
+                used += time.perf_counter() - start
+            if used > reserved:
+                raise RegexTimeout(pattern, limit)
+            yield item
+    finally:
+        _reserve(budgets, -reserved, used)
 
 
 # ----- compiling -----------------------------------------------------------------------------

@@ -354,6 +354,17 @@ def _check_template(chat_template: Any) -> list[Diagnostic]:
     return check_text(chat_template, "chat_template", "chat template", limits.MAX_CHAT_TEMPLATE_CHARS)
 
 
+def _message_problem(i: int, message: Any) -> tuple[str, str | None] | None:
+    """What is wrong with `messages[i]` (and how to fix it), or None."""
+    if not isinstance(message, dict):
+        return f"messages[{i}] must be an object, got {type(message).__name__}.", None
+    if "role" not in message:
+        return f"messages[{i}] has no 'role'.", "Every message needs a role: system, user, assistant or tool."
+    if not isinstance(message["role"], str):
+        return f"messages[{i}].role must be a string.", None
+    return None
+
+
 def _check_inputs(
     messages: Any, tools: Any, documents: Any, template_kwargs: Any, special_tokens: Any
 ) -> list[Diagnostic]:
@@ -373,13 +384,13 @@ def _check_inputs(
     elif not messages:
         bad("messages is empty.", "Add at least one message, e.g. {\"role\": \"user\", \"content\": \"Hi\"}.")
     else:
-        for i, message in enumerate(messages):
-            if not isinstance(message, dict):
-                bad(f"messages[{i}] must be an object, got {type(message).__name__}.")
-            elif "role" not in message:
-                bad(f"messages[{i}] has no 'role'.", "Every message needs a role: system, user, assistant or tool.")
-            elif not isinstance(message["role"], str):
-                bad(f"messages[{i}].role must be a string.")
+        # One diagnostic per malformed message, up to a few: a case of a million `{}` gets a count.
+        wrong = [(i, why) for i, message in enumerate(messages) if (why := _message_problem(i, message))]
+        shown = wrong if len(wrong) <= limits.MAX_DIAGNOSTICS else wrong[: limits.MAX_DIAGNOSTICS - 1]
+        for _, (message, hint) in shown:
+            bad(message, hint)
+        if len(wrong) > len(shown):
+            bad(f"… and {len(wrong) - len(shown):,} more messages like these.")
     if tools is not None:
         if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
             bad("tools must be a list of JSON schema objects.", 'e.g. [{"type": "function", "function": {...}}]')

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import shutil
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -29,6 +31,7 @@ from typing import Any
 from . import limits
 from .diagnostics import Diagnostic
 from .errors import log_failure, quoted
+from .server_guard import serving_now
 
 # Set in a worker process: code that would otherwise hand work to a worker runs it in place.
 IN_WORKER = False
@@ -51,10 +54,15 @@ class SandboxCrashed(Exception):
 WORKER_NICENESS = 10
 
 
-def _serve(connection: Connection, memory_limit: int | None, alive: Connection | None = None) -> None:
-    """The worker's loop: receive (function, kwargs), send back ("ok", result) or ("error", exception)."""
+def _serve(connection: Connection, memory_limit: int | None, alive: Connection | None = None,
+           temp: str | None = None) -> None:
+    """The worker's loop: receive (function, kwargs), send back ("ok", result) or ("error", exception).
+    Files the work writes go to `temp`, the worker's own folder, which the server removes with the
+    worker (a worker killed half-way through writing a tokenizer's files leaves nothing behind)."""
     global IN_WORKER
     IN_WORKER = True
+    if temp is not None:
+        os.environ["TMPDIR"] = tempfile.tempdir = temp
     if alive is not None:
         threading.Thread(target=_exit_with_server, args=(alive,), daemon=True).start()
     try:
@@ -105,12 +113,14 @@ class Worker:
         self._process: multiprocessing.Process | None = None
         self._connection: Connection | None = None
         self._alive: Connection | None = None  # held open while the worker should live
+        self._temp: str | None = None  # the worker's own temporary folder
 
     def _start(self) -> None:
         context = _context()
         parent, child = context.Pipe()
         watched, self._alive = context.Pipe(duplex=False)
-        self._process = context.Process(target=_serve, args=(child, self._memory_limit, watched), daemon=True)
+        self._temp = tempfile.mkdtemp(prefix="playground-worker-")
+        self._process = context.Process(target=_serve, args=(child, self._memory_limit, watched, self._temp), daemon=True)
         with _without_main_module():
             self._process.start()
         child.close()
@@ -151,7 +161,20 @@ class Worker:
         for end in (self._connection, self._alive):
             if end is not None:
                 end.close()
-        self._process = self._connection = self._alive = None
+        if self._temp is not None:
+            shutil.rmtree(self._temp, ignore_errors=True)
+        self._process = self._connection = self._alive = self._temp = None
+
+    def memory(self) -> int:
+        """The worker's resident memory in bytes (0 when it is not running)."""
+        process = self._process
+        if process is None or process.pid is None:
+            return 0
+        try:
+            with open(f"/proc/{process.pid}/statm") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return 0
 
 
 def _seconds(value: float) -> str:
@@ -194,16 +217,21 @@ class _without_main_module:
 
 class Pool:
     """Workers for concurrent callers. `call` takes an idle worker, or starts one while there are
-    fewer than `max_size`; else it waits, and the wait counts against its time limit."""
+    fewer than `max_size`; else it waits, and the wait counts against its time limit.
 
-    def __init__(self, size: int = 2, max_size: int | None = None, per_owner: int = 1):
+    Fair per owner (a client, see `engine.clients`): an owner runs at most one short call (a render)
+    and one long call (the checks, a draft) at a time, however many sessions it opens, and long calls
+    never take the last `reserved` places, so a render always finds a worker however many clients
+    run checks."""
+
+    def __init__(self, size: int = 2, max_size: int | None = None, reserved: int = 2):
         self._size = max(1, size)
         self._max = max(self._size, max_size or self._size)
-        self._per_owner = max(1, per_owner)
+        self._long_max = max(1, self._max - reserved)
         self._idle: list[Worker] = [Worker() for _ in range(self._size)]
         self._count = self._size  # workers that exist (idle or busy)
-        self._running: dict[Hashable, int] = {}  # calls running per owner
-        self._busy = 0
+        self._running: set[tuple[Hashable, bool]] = set()  # (owner, long) of the calls running
+        self._busy = self._long = 0
         self._changed = threading.Condition()
 
     def warm(self) -> None:
@@ -216,44 +244,61 @@ class Pool:
     def stats(self) -> dict[str, int]:
         """Workers that exist, are idle, and calls running (for tests and the logs)."""
         with self._changed:
-            return {"workers": self._count, "idle": len(self._idle), "running": self._busy}
+            return {"workers": self._count, "idle": len(self._idle), "running": self._busy, "long": self._long}
 
-    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None) -> Any:
+    def recycle(self, above: int) -> int:
+        """Stop idle workers holding more than `above` bytes (a large tokenizer in their cache, memory
+        a hostile template grew): they start afresh when next needed. Returns how many."""
+        stopped = 0
+        with self._changed:
+            for worker in self._idle:
+                if worker.memory() > above:
+                    worker.stop()
+                    stopped += 1
+        return stopped
+
+    def call(self, function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None,
+             long: bool = False) -> Any:
         """Run `function(**kwargs)` in a worker; the answer comes within `timeout` seconds of this
-        call, or SandboxBusy (no worker became free) / SandboxTimeout (the worker was killed)."""
+        call, or SandboxBusy (no worker became free) / SandboxTimeout (the worker was killed).
+        `long`: work that may take its whole limit (the checks), which may not take the last places."""
         deadline = time.monotonic() + timeout
-        worker = self._acquire(owner, deadline, timeout)
+        worker = self._acquire(owner, long, deadline, timeout)
         try:
             return worker.call(function, kwargs, deadline - time.monotonic(), limit=timeout)
         finally:
-            self._release(worker, owner)
+            self._release(worker, owner, long)
 
-    def _acquire(self, owner: Hashable, deadline: float, timeout: float) -> Worker:
+    def _acquire(self, owner: Hashable, long: bool, deadline: float, timeout: float) -> Worker:
         with self._changed:
             while True:
-                mine = owner is not None and self._running.get(owner, 0) >= self._per_owner
-                if not mine and (self._idle or self._count < self._max):
+                mine = owner is not None and (owner, long) in self._running
+                if mine and long:  # a client's second long call would hold a server thread a minute: answer now
+                    raise SandboxBusy("could not start: your previous long request (the checks, a draft) is still running")
+                crowded = long and self._long >= self._long_max
+                if not mine and not crowded and (self._idle or self._count < self._max):
                     if self._idle:
                         worker = self._idle.pop()
                     else:
                         worker, self._count = Worker(), self._count + 1
                     if owner is not None:
-                        self._running[owner] = self._running.get(owner, 0) + 1
+                        self._running.add((owner, long))
                     self._busy += 1
+                    self._long += long
                     return worker
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    why = "your previous request is still running" if mine else "every worker is busy"
+                    why = ("your previous request is still running" if mine else
+                           "every worker for long work is busy" if crowded else "every worker is busy")
                     raise SandboxBusy(f"could not start within {_seconds(timeout)}: {why}")
                 self._changed.wait(left)
 
-    def _release(self, worker: Worker, owner: Hashable) -> None:
+    def _release(self, worker: Worker, owner: Hashable, long: bool) -> None:
         with self._changed:
             self._busy -= 1
+            self._long -= long
             if owner is not None:
-                self._running[owner] -= 1
-                if not self._running[owner]:
-                    del self._running[owner]
+                self._running.discard((owner, long))
             # Keep `size` workers; a worker started for a burst goes away when it is done.
             if len(self._idle) < self._size:
                 self._idle.append(worker)
@@ -277,22 +322,25 @@ def shared_pool() -> Pool:
         return _pool
 
 
-def run_bounded(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None) -> Any:
-    """`function(**kwargs)` in the shared pool; inside a worker already, run it in place (the
-    worker is itself killable and memory-capped)."""
+def run_bounded(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None,
+                long: bool = False) -> Any:
+    """`function(**kwargs)` in the shared pool: the one way to run a visitor's work (compile, render,
+    parse, build a tokenizer, decode large JSON). `owner` is who it counts against: by default the
+    client whose request is being handled (`engine.server_guard.serving`). Inside a worker already,
+    it runs in place (the worker is itself killable and memory-capped)."""
     if IN_WORKER:
         return function(**kwargs)
-    return shared_pool().call(function, kwargs, timeout, owner)
+    return shared_pool().call(function, kwargs, timeout, owner if owner is not None else serving_now(), long)
 
 
 def bounded_or_why(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None, *,
-                   doing: str, hint: str, it: str = "it") -> tuple[Any, Diagnostic | None]:
+                   doing: str, hint: str, it: str = "it", long: bool = False) -> tuple[Any, Diagnostic | None]:
     """`run_bounded`, with every way it can end early said in a person's words: `(result, None)`, or
     `(None, diagnostic)` when no worker became free, the work ran out of time or memory, or its inputs
     could not be sent. `doing` names the work ("Rendering", "The checks", "Drafting") and `it` what
     stands for it ("they" for the checks); `hint` says what to look for when it was stopped."""
     try:
-        return run_bounded(function, kwargs, timeout, owner), None
+        return run_bounded(function, kwargs, timeout, owner, long), None
     except SandboxBusy as e:
         message, advice = f"{doing} {e}.", "The server is busy; try again in a moment."
     except SandboxTimeout as e:
@@ -303,3 +351,12 @@ def bounded_or_why(function: Callable[..., Any], kwargs: dict, timeout: float, o
         log_failure(f"{doing} in the worker failed", e)
         message, advice = f"{doing} failed ({quoted(e)}).", None
     return None, Diagnostic("error", message, "chat_template", hint=advice)
+
+
+def bounded_if_large(function: Callable[..., Any], kwargs: dict, size: int, *, doing: str,
+                     timeout: float = limits.RENDER_SECONDS) -> tuple[Any, Diagnostic | None]:
+    """`function(**kwargs)` (a decode of untrusted data, `size` bytes of it) here when it is small,
+    in a worker past `limits.DECODE_IN_SERVER_BYTES`: what `bounded_or_why` returns either way."""
+    if size <= limits.DECODE_IN_SERVER_BYTES:
+        return function(**kwargs), None
+    return bounded_or_why(function, kwargs, timeout, doing=doing, hint="The data may be far larger than it looks.")

@@ -7,9 +7,11 @@ one; the command line builds one from a preset or from files. Every decision tha
 from __future__ import annotations
 
 import copy
+import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from . import limits
 from .cases import Case, Recording, render_case
 from .checks import CheckReport, Sample, run_checks
 from .draft import Draft, draft_response_template
@@ -244,6 +246,40 @@ class Workspace:
 
     def copy(self) -> Workspace:
         return copy.deepcopy(self)
+
+
+def workspace_from_json(raw: bytes) -> tuple[Workspace | None, str | None]:
+    """The workspace in saved JSON (a share link's, the browser's copy: untrusted), or why it cannot be
+    opened: not a playground state, a newer version, nested too deeply, malformed, or more than one
+    session may hold (engine.budget). Large inputs are decoded in a worker (`sandbox.bounded_if_large`)."""
+    from .budget import check_workspace, data_size, too_large
+    from .inputs import depth, printable_value
+
+    try:
+        data = json.loads(raw.decode())
+        if data_size(data, stop_past=limits.MAX_WORKSPACE_CHARS) > limits.MAX_WORKSPACE_CHARS:
+            return None, _reason(too_large())  # before anything walks all of it
+        version = data.get("v", SCHEMA_VERSION) if isinstance(data, dict) else None
+        if not isinstance(version, int):
+            return None, "it is not a playground state"
+        if version > SCHEMA_VERSION:
+            return None, "it was made by a newer version of the playground"
+        if depth(data) > limits.MAX_JSON_DEPTH:
+            return None, f"it is nested more than {limits.MAX_JSON_DEPTH} levels deep"
+        # Text that is not valid Unicode (typed through the API, saved with ensure_ascii) cannot be
+        # shown in an editor: it comes back as U+FFFD.
+        workspace = Workspace.from_dict(printable_value(data))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
+        return None, "it is damaged"
+    except ValueError as e:
+        return None, str(e)
+    too_much = check_workspace(workspace)
+    return (None, _reason(too_much[0])) if too_much else (workspace, None)
+
+
+def _reason(problem: Any) -> str:
+    """A diagnostic's message as the reason in "… cannot be opened: <reason>."."""
+    return problem.message[0].lower() + problem.message[1:].rstrip(".")
 
 
 def run_preset_checks(preset: str | Preset, **options: Any) -> CheckReport:

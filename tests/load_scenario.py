@@ -1,5 +1,6 @@
 """Many visitors and one attacker on a served playground, through `gradio_client` (what any API caller
-can do). Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (percentiles).
+can do), each a client of its own (its address in `X-Forwarded-For`, as the proxy in front of a Space
+adds it). Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (percentiles).
 
 Each innocent visitor is its own session: it edits its own chat template (with its own marker) and
 checks that the prompt it gets back is its own. The attacker, in one session, keeps submitting
@@ -38,9 +39,11 @@ def refresh_args(chat: str, response: str = RESPONSE, content: str = "hi") -> li
     return [chat, response, CASE, False, messages, "", "", True, False, "", *slots[:SLOTS]]
 
 
-def local_client(url: str) -> Client:
-    """A gradio_client for the served app, sending nothing anywhere else."""
-    return Client(url, verbose=False, analytics_enabled=False)
+def local_client(url: str, address: str | None = None) -> Client:
+    """A gradio_client for the served app, sending nothing anywhere else; `address` is the client's
+    own address as a proxy in front of the server reports it (the tests' servers trust one hop)."""
+    return Client(url, verbose=False, analytics_enabled=False, headers={"X-Forwarded-For": address} if address else None,
+                  httpx_kwargs={"timeout": 120})  # a busy shared machine: answers are timed, not cut off
 
 
 @dataclass
@@ -61,7 +64,7 @@ class Outcome:
 
 
 def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
-    client = local_client(url)
+    client = local_client(url, f"192.0.2.{index + 1}")
     for round_ in range(rounds):
         marker = f"SESSION-{index}-ROUND-{round_}"
         started = time.monotonic()
@@ -78,7 +81,7 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
 
 
 def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
-    client = local_client(url)
+    client = local_client(url, "198.51.100.1")
     hostile = [
         refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!"),
         refresh_args(LOOP),
@@ -100,6 +103,24 @@ def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
             pass
 
 
+def newcomer(url: str, address: str, pages: int = 1) -> tuple[float, float, list[str], Client]:
+    """A newcomer opens the page (`pages` times: the median is its time) and makes one edit: the
+    page's seconds, the edit's, what it got that was not its own, and its client."""
+    times = []
+    for _ in range(pages):
+        started = time.monotonic()
+        with urllib.request.urlopen(url, timeout=60) as response:
+            response.read()
+        times.append(time.monotonic() - started)
+        time.sleep(0.3 if pages > 1 else 0)
+    client = local_client(url, address)
+    started = time.monotonic()
+    result = client.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
+    edit = time.monotonic() - started
+    wrong = [] if "NEWCOMER: hi" in result[3] else [f"newcomer: {result[3][:200]!r}"]
+    return statistics.median(times), edit, wrong, client
+
+
 def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = True) -> Outcome:
     """`sessions` innocent visitors make `rounds` edits each while (optionally) an attacker floods the
     server; a newcomer then opens the page and makes one edit."""
@@ -114,16 +135,8 @@ def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = T
             for index in range(sessions):
                 pool.submit(_innocent, url, index, rounds, outcome)
             time.sleep(0.5)
-            started = time.monotonic()
-            with urllib.request.urlopen(url, timeout=30) as response:
-                response.read()
-            outcome.newcomer_page = time.monotonic() - started
-            newcomer = local_client(url)
-            started = time.monotonic()
-            result = newcomer.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
-            outcome.newcomer_refresh = time.monotonic() - started
-            if "NEWCOMER: hi" not in result[3]:
-                outcome.wrong.append(f"newcomer: {result[3][:200]!r}")
+            outcome.newcomer_page, outcome.newcomer_refresh, wrong, _ = newcomer(url, "192.0.2.250")
+            outcome.wrong += wrong
     finally:
         stop.set()
         if attacker is not None:

@@ -10,3 +10,13 @@ def nap(seconds: float) -> int:
     """Sleep, then say which process did."""
     time.sleep(seconds)
     return os.getpid()
+
+
+def leave_a_file(seconds: float) -> str:
+    """Write a file where temporary files go, then sleep (killed mid-way, it leaves the file behind)."""
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="left-behind-")
+    os.close(handle)
+    time.sleep(seconds)
+    return path

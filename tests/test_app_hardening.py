@@ -17,7 +17,7 @@ from app.checks_panel import run_all_checks
 from app.page import first_view, restore_page
 from app.run_stream import stream_run
 from app.sources import from_hub
-from app.state import IDLE_SECONDS, LastRun, decode_workspace, drop_idle, encode_workspace
+from app.state import IDLE_SECONDS, LastRun, decode_workspace, encode_workspace
 from app.workbench import refresh
 from engine.workspace import PASTED, RunSettings
 from tests.test_app_support import RESPONSE, edited, refresh_with, session
@@ -131,15 +131,20 @@ def test_an_output_over_the_cap_is_refused_before_it_runs() -> None:
 
 
 def test_a_last_run_is_kept_compact_and_idle_sessions_let_go_of_it() -> None:
+    from app.visitors import sweep
+
     chunks = ["word "] * 10_000
     run = LastRun("p", None, {}, chunks, list(range(10_000)), [0.1] * 10_000)
     assert run.chunks == chunks and run.output == "word " * 10_000 and len(run) == 10_000
     sess = session()
     sess.last_run, sess.last_prompt_html = run, "<div>prompt</div>"
-    assert drop_idle() == 0 or sess.last_run is run  # in use: kept
+    sess.client = "address:192.0.2.1"  # a request came for it (app.visitors.attending)
+    sweep()
+    assert sess.last_run is run  # in use: kept
     sess.last_used -= IDLE_SECONDS + 1
-    assert drop_idle() >= 1
-    assert sess.last_run is None and sess.last_prompt_html == "" and sess.workspace.cases  # the work stays
+    assert sweep() >= 1
+    # Issue 25: the whole session goes (the browser's saved copy and the share link bring the work back).
+    assert sess.released and sess.last_run is None and sess.last_prompt_html == "" and not sess.workspace.cases
 
 
 # ----- items 8 and 9: deep JSON, lone surrogates, bad share links ------------------------------------

@@ -3,7 +3,11 @@ request, the zip, and failures as messages; the token never shows."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
+import re
+import tempfile
 import zipfile
 
 import pytest
@@ -40,7 +44,7 @@ def test_preview_shows_the_diff_title_and_a_zip(hub):
     assert "chat_template.jinja" in diff and "tokenizer_config.json" in diff
     assert '<div class="add">+' in diff and "&lt;|im_start|&gt;" in diff  # escaped template text
     assert isinstance(title, str) and title and "Ready" in messages
-    with zipfile.ZipFile(archive) as z:
+    with zipfile.ZipFile(zip_in(archive, "author--tiny-chat-templates.zip")) as z:
         assert z.read("chat_template.jinja").decode() == CHATML
         assert json.loads(z.read("tokenizer_config.json"))["response_template"] == json.loads(RESPONSE)
 
@@ -64,15 +68,24 @@ def test_publishing_without_a_token_or_to_a_missing_repo_is_a_message(hub):
     out = open_pull_request(**publish_inputs(sess, "author/nope", TOKEN, publish_title="t", publish_description="d"))["publish_messages"]
     assert 'class="diag error"' in out and TOKEN not in out
     out = preview(**publish_inputs(sess, ""))
-    assert "Enter the model repo id" in out["publish_messages"] and out["publish_zip"] is None
+    assert "Enter the model repo id" in out["publish_messages"] and out["publish_zip"] == ""
 
 
-def test_download_zip_without_a_repo():
+def zip_in(link: str, name: str) -> io.BytesIO:
+    """The zip a download link carries (a data URL: nothing is written on the server), named `name`."""
+    found = re.fullmatch(r'<a class="zip-link" id="publish-zip-link" download="([^"]+)" '
+                         r'href="data:application/zip;base64,([A-Za-z0-9+/=]+)">.*</a>', link)
+    assert found is not None and found.group(1) == name, link[:200]
+    return io.BytesIO(base64.b64decode(found.group(2)))
+
+
+def test_download_zip_without_a_repo(tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # nothing is written for a download (issue 25, item 4)
     sess = session()
-    path = download_zip(**edited(sess))["publish_zip"]
-    assert path.endswith("/templates.zip")  # not "templates-templates.zip"
-    with zipfile.ZipFile(path) as z:
+    link = download_zip(**edited(sess))["publish_zip"]
+    with zipfile.ZipFile(zip_in(link, "templates.zip")) as z:  # not "templates-templates.zip"
         assert sorted(z.namelist()) == ["chat_template.jinja", "tokenizer_config.json"]
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_diff_html_classes():
@@ -86,4 +99,4 @@ def test_a_diff_that_could_not_be_computed_is_not_an_empty_diff(monkeypatch, tmp
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     out = preview(**publish_inputs(session(), token=TOKEN))
     assert "No changes" not in out["publish_diff"] and "could not be read" in out["publish_diff"]
-    assert 'class="diag error"' in out["publish_messages"] and out["publish_zip"] is None
+    assert 'class="diag error"' in out["publish_messages"] and out["publish_zip"] == ""

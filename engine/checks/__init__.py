@@ -250,7 +250,7 @@ def mark_intended(report: CheckReport, intended: dict[str, str]) -> None:
 
 
 def _run_bounded(timeout: float, options: dict, owner: Any) -> CheckReport:
-    report, problem = bounded_or_why(run_checks, options, timeout, owner, doing="The checks", it="they",
+    report, problem = bounded_or_why(run_checks, options, timeout, owner, doing="The checks", it="they", long=True,
                                      hint="Look for loops over large ranges, or a catastrophic regex.")
     return report if problem is None else CheckReport(diagnostics=[problem])
 

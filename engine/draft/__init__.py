@@ -312,7 +312,7 @@ def _probes(labels: Any) -> str:
 
 
 def _bounded(timeout: float, **kwargs: Any) -> Draft:
-    draft, problem = bounded_or_why(draft_response_template, kwargs, timeout, doing="Drafting",
+    draft, problem = bounded_or_why(draft_response_template, kwargs, timeout, doing="Drafting", long=True,
                                     hint="Look for nested loops over large ranges in the chat template.")
     if problem is None:
         return draft

@@ -21,7 +21,7 @@ from .files import (
     zip_files,
 )
 from .load import HubTemplates, hub_endpoint, load_folder, load_repo, load_templates, local_token
-from .publish import PublishPlan, default_message, plan_publish, publish
+from .publish import PublishPlan, default_message, plan_publish, publish, templates_zip
 from .uploads import read_uploads
 
 __all__ = [
@@ -45,5 +45,6 @@ __all__ = [
     "read_templates",
     "read_uploads",
     "redact",
+    "templates_zip",
     "zip_files",
 ]

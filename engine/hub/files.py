@@ -12,6 +12,7 @@ import json
 import re
 import zipfile
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Literal
 
 
@@ -223,7 +224,7 @@ class FileChange:
             return "deleted"
         return "unchanged" if self.old == self.new else "modified"
 
-    @property
+    @cached_property  # made once, where the plan is built (a worker, for the app)
     def diff(self) -> str:
         """A unified diff of the file (empty when unchanged)."""
         if self.status == "unchanged":

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,10 +18,12 @@ from huggingface_hub.utils import validate_repo_id
 
 from ..diagnostics import Diagnostic
 from ..public import policy
+from ..sandbox import bounded_if_large
 from .errors import hub_error
 from .files import CHAT_TEMPLATE_DIR, TEMPLATE_FILES, ChatTemplate, TemplateOrigin, is_template_file, read_templates
 
 # Template files are a few kB; a "template file" far beyond this is not one (and not worth a download).
+# A repo's template files together (named templates can be many) are bounded the same.
 MAX_FILE_BYTES = 20_000_000
 
 
@@ -128,6 +130,8 @@ def download_files(repo_id: str, revision: str | None, wanted: Callable[[str], b
     commit = info.sha
     siblings = [s for s in info.siblings or [] if wanted(s.rfilename)]
     files = {}
+    if sum(s.size or 0 for s in siblings) > max_bytes:
+        raise TooLarge(", ".join(s.rfilename for s in siblings[:3]) + (" …" if len(siblings) > 3 else "") + " together")
     with tempfile.TemporaryDirectory(prefix="playground-hub-") as cache:
         # A throwaway cache: on a shared server, one visitor's gated files must not stay on disk.
         for sibling in sorted(siblings, key=lambda s: s.rfilename):
@@ -149,7 +153,12 @@ class TooLarge(Exception):
 
 def _templates(source: str, revision: str | None, commit: str | None, files: dict[str, bytes],
                diagnostics: list[Diagnostic], *, is_repo: bool = True) -> HubTemplates:
-    found = read_templates(files)
+    # Someone else's JSON: a large tokenizer_config.json is decoded in a worker (engine.sandbox).
+    found, problem = bounded_if_large(read_templates, {"files": files}, sum(map(len, files.values())),
+                                      doing=f"Reading the files of {source}")
+    if problem is not None:
+        return HubTemplates(source, revision, commit, files=files, diagnostics=[*diagnostics, replace(problem, source="hub")],
+                            is_repo=is_repo)
     return HubTemplates(
         source=source, revision=revision, commit=commit, chat_template=found.chat_template, origin=found.origin,
         response_template=found.response_template, special_tokens=found.special_tokens, files=files,

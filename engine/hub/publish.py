@@ -19,6 +19,7 @@ from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
 from ..diagnostics import Diagnostic
+from ..sandbox import bounded_or_why
 from .errors import hub_error, redact
 from .files import (
     CHAT_TEMPLATE_FILE,
@@ -85,19 +86,48 @@ def plan_publish(
     token: str | None = None,
     endpoint: str | None = None,
     allow_folders: bool | None = None,
+    timeout: float | None = None,
 ) -> PublishPlan:
     """Build and diff the files for these templates against the repo (or folder) as it is now.
     `source` is a repo id or folder (loaded fresh), or templates already loaded. Never raises.
-    Folders only where public mode allows them (see `load_templates`)."""
+    Folders only where public mode allows them (see `load_templates`). With `timeout`, the files
+    are built and diffed in a bounded worker (engine.sandbox): building compiles the chat template,
+    and Jinja runs constant expressions while it compiles."""
     base = source if isinstance(source, HubTemplates) else load_templates(
         source, revision, token=token, endpoint=endpoint, allow_folders=allow_folders)
     if not base.ok:
         return PublishPlan(base, diagnostics=[d for d in base.diagnostics if d.severity == "error"])
+    if timeout is None:
+        return _plan(base, chat_template, response_template)
+    plan, problem = bounded_or_why(_plan, {"base": base, "chat_template": chat_template,
+                                           "response_template": response_template}, timeout,
+                                   doing="Building the files", hint="Look for expressions that make huge numbers or strings.")
+    return plan if problem is None else PublishPlan(base, diagnostics=[problem])
+
+
+def templates_zip(chat_template: ChatTemplate, response_template: str | None, *,
+                  timeout: float | None = None) -> tuple[bytes | None, list[Diagnostic]]:
+    """The files `save_pretrained` writes for these templates from scratch, as a zip (None when
+    they cannot be built, with why). With `timeout`, built in a bounded worker (see `plan_publish`)."""
+    if timeout is not None:
+        made, problem = bounded_or_why(templates_zip, {"chat_template": chat_template, "response_template":
+                                                       response_template}, timeout, doing="Building the files",
+                                       hint="Look for expressions that make huge numbers or strings.")
+        return made if problem is None else (None, [problem])
+    built = build_files({}, chat_template, response_template)
+    if any(d.severity == "error" for d in built.diagnostics):
+        return None, built.diagnostics
+    return zip_files(built.files), built.diagnostics
+
+
+def _plan(base: HubTemplates, chat_template: ChatTemplate | None, response_template: str | None) -> PublishPlan:
     built = build_files(base.files, chat_template, response_template)
     plan = PublishPlan(base, diagnostics=built.diagnostics)
     if any(d.severity == "error" for d in built.diagnostics):
         return plan
     plan.changes = diff_files(base.files, built)
+    for change in plan.changes:
+        change.diff  # noqa: B018 - made here (in the worker), kept with the plan
     plan.title, plan.description = default_message(base, plan.changes)
     if not plan.changed:
         plan.diagnostics.append(Diagnostic("info", f"Nothing to publish: {base.source} already has these templates.",

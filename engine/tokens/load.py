@@ -19,14 +19,16 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from .. import limits
 from ..diagnostics import Diagnostic, line_text
+from ..errors import quoted
 from ..public import policy
+from ..sandbox import bounded_or_why
 from .special import parsed, vocabulary_problems
 
 TOKENIZER_FILE = "tokenizer.json"
@@ -74,8 +76,9 @@ class LoadedTokenizer:
     made while loading (warnings, never errors: a tokenizer that fails to load is `None` instead)."""
 
     files: TokenizerFiles
-    tokenizer: Any = field(repr=False)
+    tokenizer: Any = field(repr=False)  # None when it was built in a worker (`timeout=`): only the files travel
     notes: list[Diagnostic] = field(default_factory=list)
+    summary: str = ""  # its class and vocabulary size, as `describe` says them
 
     @property
     def source(self) -> str:
@@ -83,6 +86,8 @@ class LoadedTokenizer:
 
     def describe(self) -> str:
         """One line for the page: where it came from, its class and vocabulary size."""
+        if self.tokenizer is None:
+            return f"{self.source} · {self.summary}"
         return f"{self.source} · {type(self.tokenizer).__name__} · {len(self.tokenizer):,} tokens"
 
 
@@ -90,9 +95,19 @@ def _error(message: str, hint: str | None = None) -> Diagnostic:
     return Diagnostic("error", message, "tokenizer", hint=hint)
 
 
-def load_tokenizer_files(files: TokenizerFiles) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+def load_tokenizer_files(files: TokenizerFiles, timeout: float | None = None
+                         ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
     """Build the tokenizer from `files`; never raises: every problem is a diagnostic (a special token
-    the config declares that tokenizer.json lacks is one, at its key in tokenizer_config.json)."""
+    the config declares that tokenizer.json lacks is one, at its key in tokenizer_config.json). With
+    `timeout`, it is checked and built in a bounded worker (a visitor's tokenizer.json is a program of
+    regexes, and tens of megabytes of JSON): the worker keeps it for the token view, and the result
+    carries the files and a summary, not the tokenizer."""
+    if timeout is not None:
+        if problems := [_too_large(n, len(d)) for n, d in _parts(files) if d is not None and len(d) > MAX_TOKENIZER_BYTES]:
+            return None, problems
+        found, problem = bounded_or_why(_load_in_worker, {"files": files}, timeout, doing="Loading the tokenizer",
+                                        hint="A tokenizer.json this large or slow is not a real one.")
+        return found if problem is None else (None, [replace(problem, source="tokenizer")])
     problems, tokenizer_json = _check_files(files)
     if problems:
         return None, problems
@@ -101,8 +116,7 @@ def load_tokenizer_files(files: TokenizerFiles) -> tuple[LoadedTokenizer | None,
     try:
         tokenizer, notes = _build(files)
     except Exception as e:  # noqa: BLE001 - a malformed tokenizer.json is the author's to see
-        text = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
-        return None, [_error(f"{files.source or TOKENIZER_FILE} could not be loaded as a tokenizer: {text}",
+        return None, [_error(f"{files.source or TOKENIZER_FILE} could not be loaded as a tokenizer: {quoted(e)}",
                              "Use the tokenizer.json that tokenizer.save_pretrained() writes.")]
     if not getattr(tokenizer, "is_fast", True) or not hasattr(tokenizer, "backend_tokenizer"):
         return None, [_error("This is not a fast tokenizer.", "Save it with tokenizer.save_pretrained() to get a tokenizer.json.")]
@@ -110,13 +124,29 @@ def load_tokenizer_files(files: TokenizerFiles) -> tuple[LoadedTokenizer | None,
     return LoadedTokenizer(files, tokenizer, notes), notes
 
 
+def _load_in_worker(files: TokenizerFiles) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+    loaded, problems = load_tokenizer_files(files)
+    if loaded is None:
+        return None, problems
+    _keep(files.key, loaded)  # the token view on this worker finds it built
+    summary = f"{type(loaded.tokenizer).__name__} · {len(loaded.tokenizer):,} tokens"
+    return LoadedTokenizer(files, None, loaded.notes, summary), problems
+
+
+def _parts(files: TokenizerFiles) -> tuple[tuple[str, bytes | None], ...]:
+    return ((TOKENIZER_FILE, files.tokenizer_json), (TOKENIZER_CONFIG, files.config),
+            (SPECIAL_TOKENS_MAP, files.special_tokens_map))
+
+
 def load_tokenizer_bytes(tokenizer_json: bytes, config: bytes | None = None, special_tokens_map: bytes | None = None,
-                         source: str = "uploaded tokenizer.json") -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+                         source: str = "uploaded tokenizer.json", timeout: float | None = None
+                         ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
     """From the bytes of an upload (or files named on the command line)."""
-    return load_tokenizer_files(TokenizerFiles(tokenizer_json, config, special_tokens_map, source))
+    return load_tokenizer_files(TokenizerFiles(tokenizer_json, config, special_tokens_map, source), timeout)
 
 
-def load_tokenizer_uploads(uploads: dict[str, bytes]) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+def load_tokenizer_uploads(uploads: dict[str, bytes], timeout: float | None = None
+                           ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
     """From uploaded files by name: `tokenizer.json` (required), `tokenizer_config.json` and
     `special_tokens_map.json` (optional); other files are refused by name."""
     if TOKENIZER_FILE not in uploads:
@@ -125,7 +155,8 @@ def load_tokenizer_uploads(uploads: dict[str, bytes]) -> tuple[LoadedTokenizer |
                       _error("Upload a tokenizer.json (and optionally its tokenizer_config.json).")]
     ignored = sorted(set(uploads) - set(TOKENIZER_FILES))
     loaded, problems = load_tokenizer_bytes(uploads[TOKENIZER_FILE], uploads.get(TOKENIZER_CONFIG),
-                                            uploads.get(SPECIAL_TOKENS_MAP), source="uploaded tokenizer.json")
+                                            uploads.get(SPECIAL_TOKENS_MAP), source="uploaded tokenizer.json",
+                                            timeout=timeout)
     if ignored:
         problems = [Diagnostic("warning", f"Ignored {', '.join(ignored)}: only tokenizer.json, tokenizer_config.json "
                                "and special_tokens_map.json are read.", "tokenizer"), *problems]
@@ -164,15 +195,16 @@ def read_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = N
                           source=str(root)), []
 
 
-def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None
+def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None, timeout: float | None = None
                         ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
     """From a `tokenizer.json` file or a folder holding one (`read_tokenizer_path`), built."""
     files, problems = read_tokenizer_path(path, allow_paths=allow_paths)
-    return (None, problems) if files is None else load_tokenizer_files(files)
+    return (None, problems) if files is None else load_tokenizer_files(files, timeout)
 
 
 def load_tokenizer_repo(repo_id: str, revision: str | None = None, *, token: str | None = None,
-                        endpoint: str | None = None) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+                        endpoint: str | None = None, timeout: float | None = None
+                        ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
     """From a Hub repo: only tokenizer.json, tokenizer_config.json and special_tokens_map.json are
     downloaded (sizes checked before), at one commit. Never raises."""
     from ..hub.errors import hub_error
@@ -191,7 +223,7 @@ def load_tokenizer_repo(repo_id: str, revision: str | None = None, *, token: str
         return None, [_slow_only(", ".join(slow)) if slow else _error(f"{repo_id} has no tokenizer.json.")]
     at = f"@{revision}" if revision else ""
     return load_tokenizer_bytes(files[TOKENIZER_FILE], files.get(TOKENIZER_CONFIG), files.get(SPECIAL_TOKENS_MAP),
-                                source=f"{repo_id}{at}")
+                                source=f"{repo_id}{at}", timeout=timeout)
 
 
 def files_of(tokenizer: Any, source: str) -> TokenizerFiles | None:
@@ -275,8 +307,7 @@ def _build(files: TokenizerFiles) -> tuple[Any, list[Diagnostic]]:
             tokenizer = AutoTokenizer.from_pretrained(folder, local_files_only=True, trust_remote_code=False)
         except Exception as e:  # noqa: BLE001 - e.g. a custom class (auto_map) that would need remote code
             notes.append(Diagnostic("warning", f"The class tokenizer_config.json names could not be used "
-                                    f"({str(e).splitlines()[0][:120] if str(e) else type(e).__name__}); loaded as "
-                                    "PreTrainedTokenizerFast.", "tokenizer"))
+                                    f"({quoted(e, 120)}); loaded as PreTrainedTokenizerFast.", "tokenizer"))
             tokenizer = PreTrainedTokenizerFast.from_pretrained(folder, local_files_only=True)
     return tokenizer, notes
 
@@ -299,11 +330,15 @@ def cached_load(files: TokenizerFiles) -> LoadedTokenizer:
     loaded, problems = load_tokenizer_files(files)
     if loaded is None:
         raise ValueError(problems[0].message if problems else "the tokenizer could not be loaded")
+    _keep(key, loaded)
+    return loaded
+
+
+def _keep(key: str, loaded: LoadedTokenizer) -> None:
     with _cache_lock:
         _cache[key] = loaded
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    return loaded
 
 
 def cached_tokenizer(files: TokenizerFiles) -> Any:

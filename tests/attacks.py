@@ -1,0 +1,331 @@
+"""Issue 25's attacks on a served playground, one phase each, bounded in count and time, on 127.0.0.1
+only. Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (the table).
+
+Each client sends its own `X-Forwarded-For`, as a Space's proxy would add it (the server is started
+trusting one proxy hop): the attackers are other clients than the visitors. During each phase a few
+visitors keep editing (their latency and that each gets its own prompt are recorded) and a newcomer
+opens the page; after it, the attacker goes quiet, and once its sessions are idle past the limit the
+memory of the server and its workers, and the disk under its temporary folders, are measured."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradio_client import Client, handle_file
+
+from tests.load_scenario import CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, local_client, newcomer, refresh_args
+
+CPU_BOMB = "{{ 9**(9**8) }}"  # Jinja folds it while compiling: two minutes of one core
+MEMORY_BOMB = '{{ "a" * 10**9 }}'  # a gigabyte while compiling
+BLANKS = '{{ " " * 3999000 }}'  # a 4-million-character prompt of spaces, shown with visible whitespace
+
+
+def case_args(messages: str | None = None) -> list:
+    """The inputs of a case action: the case the form shows, then the form."""
+    slots = [False] * 4 + [None] * 3 + [""] * 3
+    messages = messages or json.dumps([{"role": "user", "content": "hi"}])
+    return [CASE, messages, "", "", True, False, "", *slots[:SLOTS]]
+
+
+def edited_args(chat: str, response: str = RESPONSE, messages: str | None = None) -> list:
+    """The inputs of a button that saves the editors and the case form (download, checks)."""
+    return [chat, response, *case_args(messages)]
+
+
+def client(url: str, address: str) -> Client:
+    """A gradio_client for one client (its address as the proxy reports it), sending nothing beyond url."""
+    return local_client(url, address)
+
+
+def _submit(c: Client, args: list, api_name: str, jobs: list) -> None:
+    try:
+        jobs.append(c.submit(*args, api_name=api_name))
+    except Exception:  # noqa: BLE001 - an attacker does not care what it is answered
+        pass
+
+
+# ----- the attacks: each runs until `stop`, submitting without waiting, and counts its calls -------
+
+
+def compile_bombs(url: str, stop: threading.Event, jobs: list, heavy: bool = False) -> None:
+    """Downloads (which build the files, compiling the template) of templates Jinja folds for minutes."""
+    c = client(url, "198.51.100.10")
+    bombs = [CPU_BOMB, MEMORY_BOMB] if heavy else [CPU_BOMB]
+    while not stop.is_set():
+        for bomb in bombs:
+            _submit(c, edited_args(bomb), "/download_zip", jobs)
+        stop.wait(0.5)
+
+
+def fill_memory(url: str, stop: threading.Event, jobs: list) -> None:
+    """Eight sessions filled with 900k-character cases, duplicated; a 4 MB and a 40 MB template; a
+    prompt of four million spaces with visible whitespace; a 5 KB share link of 1.3 million messages."""
+    c = client(url, "198.51.100.20")
+    big = json.dumps([{"role": "user", "content": "x" * 900_000}])
+    state = {"v": 1, "chat_template": "{{ messages }}", "cases": [{"name": "a", "messages": [{}] * 1_300_000}]}
+    import base64
+    import zlib
+
+    bomb = base64.urlsafe_b64encode(zlib.compress(json.dumps(state).encode(), 9)).decode().rstrip("=")
+    _post(url, "/gradio_api/queue/join", b"x" * 40_000_000)  # refused before it is read
+    for _ in range(8):
+        if stop.is_set():
+            return
+        c.reset_session()
+        _submit(c, refresh_args("{{ messages[0].content[:9] }}", content="x" * 900_000), "/refresh", jobs)
+        for _ in range(4):
+            _submit(c, case_args(big), "/duplicate_case", jobs)
+        _submit(c, [("{# big #}" * 500_000), False], "/edit_chat_template", jobs)
+        _submit(c, [*refresh_args(BLANKS)[:3], True, *refresh_args(BLANKS)[4:]], "/refresh", jobs)
+        _submit(c, [json.dumps({"hash": "#s=" + bomb, "saved": None}), False], "/restore_page", jobs)
+        stop.wait(0.3)
+
+
+def big_tokenizers(url: str, stop: threading.Event, jobs: list, megabytes: float = 6) -> None:
+    """Uploads of a large tokenizer.json (a word-level vocabulary), each different."""
+    c = client(url, "198.51.100.30")
+    folder = Path(os.environ.get("PLAYGROUND_ATTACK_FILES", "/tmp")) / f"attack-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    count = int(megabytes * 1_000_000 / 20)
+    while not stop.is_set():
+        salt = random.randrange(1 << 30)
+        vocab = {f"w{salt}_{i}": i for i in range(count)}
+        path = folder / "tokenizer.json"
+        path.write_text(json.dumps({"version": "1.0", "model": {"type": "WordLevel", "vocab": vocab, "unk_token": f"w{salt}_0"},
+                                    "pre_tokenizer": {"type": "Whitespace"}}))
+        c.reset_session()
+        _submit(c, [[handle_file(str(path))]], "/load_from_upload", jobs)
+        stop.wait(1.0)
+    for file in folder.iterdir():
+        file.unlink()
+    folder.rmdir()
+
+
+def many_sessions(url: str, stop: threading.Event, jobs: list, sessions: int = 45) -> None:
+    """One client, many sessions, each editing a looping template and a backtracking regex."""
+    c = client(url, "198.51.100.40")
+    hostile = [refresh_args(LOOP), refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!")]
+    while not stop.is_set():
+        for index in range(sessions):
+            c.reset_session()
+            _submit(c, hostile[index % 2], "/refresh", jobs)
+        stop.wait(1.0)
+
+
+def hostile_checks(url: str, stop: threading.Event, jobs: list) -> None:
+    """Two clients run the checks on looping templates, again and again."""
+    clients = [client(url, "198.51.100.50"), client(url, "198.51.100.51")]
+    while not stop.is_set():
+        for c in clients:
+            c.reset_session()
+            _submit(c, edited_args(LOOP), "/run_all_checks", jobs)
+        stop.wait(1.0)
+
+
+def fill_disk(url: str, stop: threading.Event, jobs: list) -> None:
+    """Downloads of the zip, and uploads of 1 MB files, each different."""
+    c = client(url, "198.51.100.60")
+    folder = Path(os.environ.get("PLAYGROUND_ATTACK_FILES", "/tmp")) / f"disk-{os.getpid()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    while not stop.is_set():
+        for _ in range(5):
+            _submit(c, edited_args(f"{{# {random.random()} #}}{{{{ messages }}}}"), "/download_zip", jobs)
+        path = folder / "chat_template.jinja"
+        path.write_text("{# " + os.urandom(500_000).hex() + " #}")
+        _submit(c, [[handle_file(str(path))], False], "/load_files", jobs)
+        stop.wait(0.3)
+    for file in folder.iterdir():
+        file.unlink()
+    folder.rmdir()
+
+
+def quiet(url: str, stop: threading.Event, jobs: list) -> None:
+    """No attack: what visitors and a newcomer get from this machine as it is loaded now."""
+    jobs.append(None)
+    stop.wait()
+
+
+ATTACKS: dict[str, Callable[..., None]] = {
+    "compile bombs (downloads)": compile_bombs,
+    "memory: cases, big texts, share-link bomb": fill_memory,
+    "big tokenizer uploads": big_tokenizers,
+    "45 sessions of one client": many_sessions,
+    "checks of 2 hostile clients": hostile_checks,
+    "disk: downloads and uploads": fill_disk,
+}
+
+
+def _post(url: str, path: str, body: bytes) -> int:
+    request = urllib.request.Request(url.rstrip("/") + path, data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status
+    except urllib.error.HTTPError as e:
+        return e.code
+    except OSError:
+        return 0
+
+
+# ----- measuring ---------------------------------------------------------------------------------
+
+
+def tree_memory(pid: int) -> int:
+    """Resident memory of process `pid` and every process under it (the render workers), in bytes."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    children.setdefault(int(stat.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        stack.extend(children.get(current, []))
+        try:
+            with open(f"/proc/{current}/statm") as statm:
+                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def disk_use(folders: list[Path]) -> int:
+    """Bytes of the files under `folders`."""
+    total = 0
+    for folder in folders:
+        for root, _, files in os.walk(folder):
+            for name in files:
+                try:
+                    total += os.lstat(os.path.join(root, name)).st_size
+                except OSError:
+                    continue
+    return total
+
+
+@dataclass
+class Phase:
+    name: str
+    latencies: list[float] = field(default_factory=list)  # seconds per visitor edit during the attack
+    wrong: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    newcomer_page: float | None = None
+    newcomer_edit: float | None = None
+    visitor_checks: float | None = None  # a visitor's checks, run during the attack
+    calm: Phase | None = None  # the same visitors and newcomer just before, with no attack
+    attacker_calls: int = 0
+    memory_before: int = 0
+    memory_peak: int = 0
+    memory_after: int = 0
+    disk_before: int = 0
+    disk_after: int = 0
+
+    def p95(self) -> float:
+        ordered = sorted(self.latencies)
+        return statistics.quantiles(ordered, n=20, method="inclusive")[18] if len(ordered) > 1 else (ordered or [0])[0]
+
+
+def _visitor(url: str, index: int, stop: threading.Event, phase: Phase) -> None:
+    c = client(url, f"192.0.2.{10 + index}")
+    round_ = 0
+    while not stop.is_set():
+        marker = f"VISITOR-{index}-{round_}"
+        started = time.monotonic()
+        try:
+            result = c.predict(*refresh_args(marker + ": {{ messages[0].content }}", content=f"hello {index}"), api_name="/refresh")
+        except Exception as e:  # noqa: BLE001 - reported
+            phase.errors.append(f"visitor {index}: {type(e).__name__}: {str(e)[:200]}")
+            stop.wait(0.2)
+            continue
+        phase.latencies.append(time.monotonic() - started)
+        if f"{marker}: hello {index}" not in (result[3] if isinstance(result, (list, tuple)) else ""):
+            phase.wrong.append(f"visitor {index}: {str(result)[:200]}")
+        round_ += 1
+        stop.wait(0.2)
+
+
+def _newcomer(url: str, phase: Phase, checks: bool) -> None:
+    # A newcomer's page: the median of three (one request on a shared machine is noise).
+    phase.newcomer_page, phase.newcomer_edit, wrong, c = newcomer(url, "192.0.2.200", pages=3)
+    phase.wrong += wrong
+    if checks:
+        started = time.monotonic()
+        summary = c.predict(*edited_args("{{ messages[0].content }}"), api_name="/run_all_checks")[0]
+        phase.visitor_checks = time.monotonic() - started
+        if "checks-summary" not in summary or "BUSY" in summary:
+            phase.wrong.append(f"visitor's checks: {summary[:200]}")
+
+
+def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., None], *, seconds: float = 6,
+              visitors: int = 4, settle: float = 10, calm: float = 0, **options: object) -> Phase:
+    """One attack for `seconds` while `visitors` edit and a newcomer arrives; then `settle` seconds of
+    quiet (the attacker's sessions go idle past the limit) before memory and disk are measured again.
+    With `calm`, the same is measured for that long with no attack first (`Phase.calm`: what this
+    machine gives as loaded now). The attacker is a process of its own: its client-side work does not
+    slow the visitors' clients."""
+    name = next((n for n, a in ATTACKS.items() if a is attack), attack.__name__)
+    before = run_phase(url, pid, folders, quiet, seconds=calm, visitors=visitors, settle=0) if calm else None
+    phase = Phase(name, memory_before=tree_memory(pid), disk_before=disk_use(folders), calm=before)
+    stop, quiet_now = threading.Event(), threading.Event()
+    attacker = subprocess.Popen([sys.executable, "-m", "tests.attacks", attack.__name__, url, str(seconds + 1.5),
+                                 json.dumps(options)], cwd=Path(__file__).resolve().parent.parent,
+                                stdout=subprocess.PIPE, text=True)
+    peak = threading.Thread(target=_watch_peak, args=(pid, quiet_now, phase), daemon=True)
+    peak.start()
+    time.sleep(1.0)  # the attack is under way before anyone else arrives
+    with ThreadPoolExecutor(visitors + 1) as pool:
+        for index in range(visitors):
+            pool.submit(_visitor, url, index, stop, phase)
+        time.sleep(0.5)
+        newcomer = pool.submit(_newcomer, url, phase, attack is hostile_checks)
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline or not newcomer.done():
+            time.sleep(0.1)
+        try:
+            newcomer.result()
+        except Exception as e:  # noqa: BLE001
+            phase.errors.append(f"newcomer: {type(e).__name__}: {str(e)[:200]}")
+        stop.set()
+    out, _ = attacker.communicate(timeout=120)
+    phase.attacker_calls = int(out.strip().splitlines()[-1]) if out.strip() else 0
+    time.sleep(settle)
+    quiet_now.set()
+    peak.join(timeout=5)
+    phase.memory_after, phase.disk_after = tree_memory(pid), disk_use(folders)
+    return phase
+
+
+def _watch_peak(pid: int, quiet: threading.Event, phase: Phase) -> None:
+    while not quiet.wait(0.5):
+        phase.memory_peak = max(phase.memory_peak, tree_memory(pid))
+
+
+if __name__ == "__main__":  # one attack, in a process of its own: python -m tests.attacks NAME URL SECONDS [OPTIONS]
+    attack_name, target, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    extra = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+    done, submitted = threading.Event(), []
+    threading.Timer(duration, done.set).start()
+    globals()[attack_name](target, done, submitted, **extra)
+    for job in submitted:
+        try:
+            if job is not None:
+                job.cancel()
+        except Exception:  # noqa: BLE001
+            pass
+    print(len(submitted), flush=True)
+    os._exit(0)  # the client's own threads (streams of refused jobs) need not be waited for

@@ -190,7 +190,7 @@ def _resumes(anchor: str | list[str], fmt: Format, told: Told) -> str | list[str
     ours = [anchor] if isinstance(anchor, str) else list(anchor)
     theirs = fmt.response_template.get("start_anchor")
     extra = [a for a in ([theirs] if isinstance(theirs, str) else list(theirs or [])) if a not in ours
-             and any(p.rfind(a) > max(p.rfind(o) for o in ours) for p in told.prompts)]  # fmt: skip
+             and any(p.rfind(a) > max((p.rfind(o) for o in ours), default=-1) for p in told.prompts)]  # fmt: skip
     return anchor if not extra else ours + extra
 
 

@@ -166,6 +166,13 @@ WRITTEN = [
      {"tool_calls": [{**call("get_weather", city="Paris"), "id": "abc123def"}]}),
     ("command_actions", "command-r7b", '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}]'
      "<|END_ACTION|><|END_OF_TURN_TOKEN|>", {"tool_calls": [call("get_weather", city="Paris")]}),
+    ("lfm_calls", "lfm2", 'Checking.<|tool_call_start|>[get_weather(city="Paris", days=2), get_weather(city=\'Rome\')]<|tool_call_end|><|im_end|>',
+     {"content": "Checking.", "tool_calls": [call("get_weather", city="Paris", days=2), call("get_weather", city="Rome")]}),
+    ("gemma4_calls", "gemma4", 'Checking.<|tool_call>call:get_weather{city:<|"|>Paris, "centre"<|"|>,days:2}<tool_call|><turn|>',
+     {"content": "Checking.", "tool_calls": [call("get_weather", city='Paris, "centre"', days=2)]}),
+    ("dsml_resumes", "deepseek-v3.2", '\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">'
+     'Paris</｜DSML｜parameter>\n<｜DSML｜parameter name="days" string="false">2</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'
+     "<｜end▁of▁sentence｜>", {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
 ]  # fmt: skip
 
 
@@ -177,6 +184,18 @@ def test_each_family_drafts_the_library_format_its_model_writes(family: str, nam
     assert f"library's `{name}` format" in draft.report("tool_calls").message
     parsed = parse(family, output)
     assert {k: v for k, v in parsed.items() if k != "role"} == message
+
+
+def test_a_turn_that_resumes_after_tool_results_starts_where_the_format_says() -> None:
+    """DeepSeek V3.2 (and Gemma 4) go on in the same turn after the tool results, with no new header:
+    the format's own start anchor that ends such a prompt joins the draft's, so the answer after a
+    tool result is parsed alone, without the calls the turn made before it."""
+    draft = drafted("dsml_resumes")
+    assert draft.response_template["start_anchor"] == ["<｜Assistant｜>", "</function_results>"]
+    assert draft.disagreement is None and statuses(draft)["content"] == "verified"
+    called = {"role": "assistant", "tool_calls": [call("get_weather", city="Paris")]}
+    messages = [{"role": "user", "content": "Weather in Paris?"}, called, {"role": "tool", "content": "sunny"}]
+    assert parse("dsml_resumes", "It is sunny.<｜end▁of▁sentence｜>", messages) == {"role": "assistant", "content": "It is sunny."}
 
 
 def test_a_format_told_in_the_instructions_but_not_written_in_history_is_taken_from_them() -> None:

@@ -207,6 +207,20 @@ LIMIT_DEMOS = {
         {"tool_calls": {"open": "<tool_call>", "close": "</tool_call>", "content": "json", "repeats": True,
                         "transform": {"function": "{content}"}}},
         '<tool_call>{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}</tool_call>'),
+    "list-per-region": (
+        {"tool_calls": {"open": "<|tool_call_start|>", "close": "<|tool_call_end|>", "content": "python-call-list", "repeats": True,
+                        "transform_each": True, "transform": {"function": {"name": "{name}", "arguments": "{arguments}"}}}},
+        '<|tool_call_start|>[get_time(city="Oslo")]<|tool_call_end|><|tool_call_start|>[get_weather(city="Oslo")]<|tool_call_end|>'),
+    "value-type-attribute": (
+        {"tool_calls": {"open": "<invoke>", "close": "</invoke>", "content": "xml-inline", "content_args": {
+            "tag_pattern": '<parameter name="(?P<key>[^"]+)" string="(?:true|false)">(?P<value>.*?)</parameter>',
+            "value_parser": {"name": "json", "args": {"allow_non_json": True}}}}},
+        '<invoke><parameter name="code" string="true">123</parameter><parameter name="days" string="false">3</parameter></invoke>'),
+    "mixed-call-syntax": (
+        {"tool_calls": {"open_pattern": "<function=(?P<name>\\w+)>", "close": "</function>", "content": "json", "repeats": True,
+                        "transform": {"function": {"name": "{name}", "arguments": "{content}"}}},
+         "content": {"close": "<|eom_id|>", "content": "text"}},
+        '<|python_tag|>print(2 + 2)<|eom_id|>'),
 }
 
 
@@ -233,6 +247,12 @@ def test_a_limit_is_real(limit: str) -> None:
         assert message["content"] == "<response>Hello!</response>"
     elif limit == "json-string-arguments":
         assert calls[0]["function"]["arguments"] == '{"city": "Paris"}'
+    elif limit == "list-per-region":
+        assert [[c["function"]["name"] for c in block] for block in calls] == [["get_time"], ["get_weather"]]
+    elif limit == "value-type-attribute":
+        assert calls == {"code": 123, "days": 3}  # "123" was marked as a string
+    elif limit == "mixed-call-syntax":
+        assert not calls and message["content"] == "<|python_tag|>print(2 + 2)"
     else:
         pytest.fail(f"{limit}: the plain template parsed {message}")
 

@@ -93,8 +93,11 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
         marks = _pieces(calls, ("open",), distinct=True)  # a close is often just the end of the turn
         # A format whose open is a pattern with no literal text of its own (a Python call list's
         # `(?=\[name\()`) is seen where that pattern matches; in the instructions, only where it
-        # reads a call (checked below: `[{` starts every JSON list of tools).
+        # reads a call (checked below: `[{` starts every JSON list of tools). One with no punctuation
+        # of its own (functionary v3.2's `NAME\n`) matches any prose: nothing rendered can show it.
         pattern = None if marks else call_open(calls)
+        if pattern is not None and not any(regex.search(r"[^\w\s]", run) for run in literal_runs(pattern.pattern)):
+            continue
         seen = tuple(where for where, text, among in (("the tool instructions", told.instructions, marks),
                                                       ("the generation prompt", "\n".join(told.generation_prompts), marks),
                                                       ("the history", history, pieces))
@@ -173,8 +176,22 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
             return None
     if "reasoning_content" in taken and "start_anchor" in out:
         out["start_anchor"] = _before(out["start_anchor"], _pieces(reasoning, ("open",)))
+    if "start_anchor" in out:
+        out["start_anchor"] = _resumes(out["start_anchor"], fmt, told)
     out["fields"] = {name: fields[name] for name in FIELDS if name in fields}
     return out, tuple(taken)
+
+
+def _resumes(anchor: str | list[str], fmt: Format, told: Told) -> str | list[str]:
+    """The draft's start anchor(s) with the format's own anchors where this template's turn resumes
+    after one with no new header: a probe prompt in which the format's anchor comes after the last of
+    the draft's (Gemma 4 writes tool results into the model's turn and the model goes on after
+    <tool_response|>; DeepSeek V3.2 goes on after </function_results>)."""
+    ours = [anchor] if isinstance(anchor, str) else list(anchor)
+    theirs = fmt.response_template.get("start_anchor")
+    extra = [a for a in ([theirs] if isinstance(theirs, str) else list(theirs or [])) if a not in ours
+             and any(p.rfind(a) > max((p.rfind(o) for o in ours), default=-1) for p in told.prompts)]  # fmt: skip
+    return anchor if not extra else ours + extra
 
 
 def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | None:
@@ -266,8 +283,9 @@ def _standalone(name: str) -> tuple[tuple[FormatExample, str], ...]:
     out = []
     for example in fmt.examples:
         prefix = example.prefix or ""
-        at = prefix.rfind(anchor) if anchor else -1
-        prefill = prefix[at + len(anchor) :] if at >= 0 else ""
+        # After the last of the format's anchors, as the parser cuts it: a turn may resume after a
+        # tool result with no new header (Gemma 4's <tool_response|>, DeepSeek V3.2's </function_results>).
+        prefill = spec.truncate_past_last_anchor(prefix) if spec.start_anchor_re.search(prefix) else ""
         if _parses(example.output, spec, anchor + prefill, example.tool_list(), example.expected()) is not None:
             continue
         output = example.output.rstrip()

@@ -271,15 +271,23 @@ async def _post(app, path: str, length: int, address: str = "203.0.113.9", body:
     return sent[0]["status"]
 
 
-def test_requests_over_their_size_and_uploads_past_a_client_s_quota_are_refused_before_they_are_read() -> None:
+def _run(call) -> int:
+    """`asyncio.run(call)` in a thread of its own: the browser tests' Playwright keeps an event loop
+    running in the main thread for the whole session, and `asyncio.run` refuses to start beside it."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
+    with ThreadPoolExecutor(1) as thread:
+        return thread.submit(asyncio.run, call).result()
+
+
+def test_requests_over_their_size_and_uploads_past_a_client_s_quota_are_refused_before_they_are_read() -> None:
     async def ok(scope, receive, send) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b""})
 
     app = RequestLimits(ok)
-    run = asyncio.run
+    run = _run
     assert run(_post(app, "/gradio_api/queue/join", 1000)) == 200
     assert run(_post(app, "/gradio_api/queue/join", limits.MAX_REQUEST_BYTES + 1)) == 413  # a 40 MB "template"
     statuses = [run(_post(app, "/gradio_api/upload", 40_000_000, "203.0.113.50")) for _ in range(6)]
@@ -289,15 +297,13 @@ def test_requests_over_their_size_and_uploads_past_a_client_s_quota_are_refused_
 
 def test_one_client_starts_a_bounded_number_of_sessions_a_minute() -> None:
     """Gradio spends ~0.1 s of CPU setting up each new session: 45 a second took the whole server."""
-    import asyncio
-
     async def ok(scope, receive, send) -> None:
         assert (await receive())["body"].startswith(b'{"data"')  # the body is handed on whole
         await send({"type": "http.response.start", "status": 200, "headers": []})
 
     def join(address: str, page: str) -> int:
         body = b'{"data": [1], "fn_index": 3, "session_hash": "' + page.encode() + b'"}'
-        return asyncio.run(_post(RequestLimits(ok), "/gradio_api/queue/join", len(body), address, body))
+        return _run(_post(RequestLimits(ok), "/gradio_api/queue/join", len(body), address, body))
 
     allowed = int(limits.CLIENT_NEW_SESSIONS)
     statuses = [join("203.0.113.60", f"page-{i}") for i in range(allowed + 3)]

@@ -19,7 +19,8 @@ from engine.public import make_public, policy
 from engine.sandbox import shared_pool
 
 LOG = logging.getLogger("playground")
-# How often idle sessions are released (app.visitors.sweep): a few times per idle limit.
+# How often idle sessions are released (app.visitors.sweep) and cut-off uploads deleted: a few times
+# per idle limit.
 SWEEP_SECONDS = min(60.0, max(1.0, limits.IDLE_SECONDS / 4))
 
 
@@ -34,12 +35,14 @@ def is_loopback(host: str) -> bool:
 
 
 def sweep_idle_sessions() -> None:
+    from app.request_limits import delete_abandoned_uploads
     from app.visitors import sweep
 
     while True:
         time.sleep(SWEEP_SECONDS)
         try:
             sweep()
+            delete_abandoned_uploads()
         except Exception:  # noqa: BLE001 - the sweep must keep running whatever one pass met
             LOG.exception("Sweeping idle sessions failed")
 

@@ -12,10 +12,12 @@ the latest that long after they arrive. Client addresses are read as engine.clie
 from __future__ import annotations
 
 import json
+import os
 import re
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from engine import limits
@@ -97,6 +99,29 @@ def last_request(page: str) -> float:
     waiting in Gradio's queue keeps its session in use (app.visitors)."""
     with _sessions_lock:
         return _sessions.get(page.encode(), 0.0)
+
+
+def delete_abandoned_uploads(folder: str | None = None) -> int:
+    """Delete uploads cut off midway (the client went away, or `_bounded` ended the body): Gradio
+    writes an upload to a file at the top of its upload folder and moves it into a folder of its own
+    only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
+    deletion timer. Top-level files older than `limits.TEMP_FILE_SECONDS` are those. Returns how
+    many were deleted."""
+    from gradio.utils import get_upload_folder
+
+    deleted, oldest = 0, time.time() - limits.TEMP_FILE_SECONDS
+    try:
+        entries = list(os.scandir(folder or get_upload_folder()))
+    except OSError:  # not created yet: nothing was uploaded
+        return 0
+    for entry in entries:
+        try:
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest:
+                Path(entry.path).unlink(missing_ok=True)
+                deleted += 1
+        except OSError:
+            continue
+    return deleted
 
 
 async def _body(receive: Any, limit: int) -> bytes | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import socket
 import statistics
 import subprocess
 import sys
@@ -136,8 +137,10 @@ def hostile_checks(url: str, stop: threading.Event, jobs: list) -> None:
 
 
 def fill_disk(url: str, stop: threading.Event, jobs: list) -> None:
-    """Downloads of the zip, and uploads of 1 MB files, each different."""
+    """Downloads of the zip, uploads of 1 MB files, each different, and uploads cut off midway."""
     c = client(url, "198.51.100.60")
+    _cut_off_upload(url, "198.51.100.61", 2_000_000)
+    jobs.append(None)
     folder = Path(os.environ.get("PLAYGROUND_ATTACK_FILES", "/tmp")) / f"disk-{os.getpid()}"
     folder.mkdir(parents=True, exist_ok=True)
     while not stop.is_set():
@@ -166,6 +169,19 @@ ATTACKS: dict[str, Callable[..., None]] = {
     "checks of 2 hostile clients": hostile_checks,
     "disk: downloads and uploads": fill_disk,
 }
+
+
+def _cut_off_upload(url: str, address: str, size: int) -> None:
+    """An upload that says it is `size` bytes, sends half of them, and goes away."""
+    host, port = url.split("//", 1)[1].strip("/").rsplit(":", 1)
+    head = (b'--b\r\nContent-Disposition: form-data; name="files"; filename="tokenizer.json"\r\n'
+            b"Content-Type: application/json\r\n\r\n")
+    with socket.create_connection((host, int(port)), timeout=30) as connection:
+        connection.sendall(b"POST /gradio_api/upload HTTP/1.1\r\nHost: " + host.encode() + b"\r\nX-Forwarded-For: "
+                           + address.encode() + b"\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+                           + b"Content-Length: " + str(len(head) + size).encode() + b"\r\n\r\n" + head)
+        connection.sendall(b"x" * (size // 2))
+        time.sleep(0.5)  # the server has written what came before it sees the connection close
 
 
 def _post(url: str, path: str, body: bytes) -> int:

@@ -11,6 +11,8 @@ that differs too, there is no explanation, and `Explanation.note` says why.
 from __future__ import annotations
 
 import re
+import signal
+import threading
 import time
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -149,28 +151,56 @@ def explain_prompt(
                                       "which the explanation uses as its markers.")
     deadline = None if seconds is None else time.monotonic() + seconds
     why = ""
-    for captured in (True, False):
-        try:
-            instrumented = instrument(source, captured)
-            marked = _render(instrumented.template, variables, prompt, deadline)
-            rows = _read(marked, instrumented.origins, prompt, continued)
-        except _Unexplained as e:
-            why = str(e)
-            if "limit" in why:
-                break
-            continue
-        except Exception as e:  # noqa: BLE001 - an instrumented render that fails is a difference
-            why = f"the instrumented render failed ({type(e).__name__})"
-            continue
-        if not captured:
-            note = "Macros and blocks are shown whole (each call is one piece): marked inside, the render differed."
-        elif instrumented.whole:
-            names = ", ".join(instrumented.whole)
-            note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
-        else:
-            note = None
-        return Explanation(rows, instrumented.origins, template_name, note, coarse=not captured)
+    with _alarm(seconds):
+        for captured in (True, False):
+            try:
+                instrumented = instrument(source, captured)
+                marked = _render(instrumented.template, variables, prompt, deadline)
+                rows = _read(marked, instrumented.origins, prompt, continued)
+            except _Unexplained as e:
+                why = str(e)
+                if "limit" in why:
+                    break
+                continue
+            except Exception as e:  # noqa: BLE001 - an instrumented render that fails is a difference
+                why = f"the instrumented render failed ({type(e).__name__})"
+                continue
+            if not captured:
+                note = "Macros and blocks are shown whole (each call is one piece): marked inside, the render differed."
+            elif instrumented.whole:
+                names = ", ".join(instrumented.whole)
+                note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
+            else:
+                note = None
+            return Explanation(rows, instrumented.origins, template_name, note, coarse=not captured)
     return Explanation(None, note=f"No explanation: {why}.")
+
+
+class _alarm:
+    """Stops the work inside after `seconds` (None: never) by raising `_Unexplained` from a timer
+    signal: compiling a very large template takes seconds and checks no clock. Only in a process's
+    main thread (a render worker); elsewhere the clock read between output chunks is the bound."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.armed = False
+
+    def _ring(self, *_: Any) -> None:
+        if self.armed:
+            raise _Unexplained(f"explaining took longer than its time limit ({self.seconds:.3g} s)")
+
+    def __enter__(self) -> None:
+        if self.seconds is None or threading.current_thread() is not threading.main_thread():
+            return
+        self.previous = signal.signal(signal.SIGALRM, self._ring)
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.armed:
+            self.armed = False  # first: a signal already on its way does nothing now
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous)
 
 
 def _render(template: Any, variables: dict, prompt: str, deadline: float | None) -> str:
@@ -186,7 +216,7 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
             if size > bound:
                 raise _Unexplained(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
             if deadline is not None and time.monotonic() > deadline:
-                raise _Unexplained("explaining took longer than its time limit")
+                raise _Unexplained("explaining took longer than its time limit")  # off the main thread
     finally:
         reset_messages(token)
     return "".join(out)

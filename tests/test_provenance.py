@@ -3,13 +3,18 @@ and columns that wrote it and the message the template was handling."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from engine import limits
 from engine.cases import render_case
 from engine.presets import load_preset, preset_names
 from engine.provenance import Piece
+from engine.provenance.output import explain_segments, waiting_for
 from engine.render import render
+from engine.response_spec import load_response_spec
+from engine.trace import Trace, trace_text
 from engine.workspace import passed_kwargs
 
 MESSAGES = [
@@ -224,3 +229,89 @@ def test_in_the_worker_and_as_json() -> None:
     assert "".join(data["prompt"][p["start"] : p["end"]] for p in data["pieces"]) == data["prompt"]
     assert data["pieces"][1] == {"start": 12, "end": 18, "line": 2, "column": 22, "end_line": 2, "end_column": 34,
                                  "message": 0, "kind": "expression", "source": "message.role"}
+
+
+# ----- the output side ------------------------------------------------------------------------
+
+RESPONSE = """{
+  "start_anchor": "<|im_start|>assistant\\n",
+  "fields": {
+    "reasoning_content": {"open": "<think>", "close": "</think>"},
+    "tool_calls": {
+      "open": "<tool_call>",
+      "close": "</tool_call>",
+      "content": "json",
+      "repeats": true
+    },
+    "content": {"close": "<|im_end|>"}
+  }
+}"""
+
+
+def test_each_output_segment_points_at_the_key_that_claimed_it() -> None:
+    loaded = load_response_spec(RESPONSE)
+    output = '<think>hm</think>Sure.<tool_call>{"name": "f", "arguments": {}}</tool_call><|im_end|>'
+    traced = trace_text(loaded.template, output, prompt="<|im_start|>assistant\n")
+    origins = explain_segments(traced.segments, RESPONSE, loaded.template, output)
+    assert [o.segment for o in origins] == traced.segments
+    lines = RESPONSE.splitlines()
+    for origin in origins:
+        site = origin.site
+        key = {"open": "open", "close": "close"}.get(origin.segment.kind, "content")
+        if origin.segment.field == "tool_calls" and origin.segment.kind == "body":
+            assert site.key == "content" and lines[site.line - 1][site.column - 1 :].startswith('"content": "json"')
+        elif origin.segment.kind == "body":  # the default content parser: the field itself
+            assert site.key is None and lines[site.line - 1][site.column - 1 :].startswith(f'"{origin.segment.field}"')
+        else:
+            assert site.key == key
+            written = lines[site.line - 1][site.column - 1 : site.end_column - 1]
+            assert written == f'"{key}": {json.dumps(output[origin.segment.start : origin.segment.end])}'
+
+
+def test_held_back_text_says_which_delimiters_it_may_become() -> None:
+    loaded = load_response_spec(RESPONSE)
+    trace = Trace(loaded.template, prompt="<|im_start|>assistant\n")
+    trace.feed("Sure.<")
+    pending = trace.segments()[-1]
+    assert pending.kind == "pending"
+    assert waiting_for(loaded.template, "<", pending.field) == [
+        "open of reasoning_content: '<think>'", "open of tool_calls: '<tool_call>'", "close of content: '<|im_end|>'"]
+    trace.feed("tool_")
+    origin = explain_segments(trace.segments(), RESPONSE, loaded.template, trace.output)[-1]
+    assert origin.waits_for == ("open of tool_calls: '<tool_call>'",)
+    trace.feed("call>{")  # inside the call: only its close is watched
+    assert waiting_for(loaded.template, "</tool", "tool_calls") == ["close of tool_calls: '</tool_call>'"]
+    patterns = load_response_spec(RESPONSE.replace('"close": "</think>"', '"close_pattern": "</think>\\\\s*"'))
+    assert waiting_for(patterns.template, "</th", "reasoning_content") == ["close_pattern of reasoning_content: /</think>\\s*/"]
+
+
+# ----- the command line ----------------------------------------------------------------------
+
+
+def test_render_explain_on_the_command_line(cli, tmp_path) -> None:
+    (tmp_path / "t.jinja").write_text(CHATML)
+    (tmp_path / "case.json").write_text(json.dumps({"messages": MESSAGES[:2]}))
+    done = cli("render", "--chat-template", tmp_path / "t.jinja", "--case", tmp_path / "case.json", "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert {"prompt", "pieces"} <= set(data)
+    assert "".join(data["prompt"][p["start"] : p["end"]] for p in data["pieces"]) == data["prompt"]
+    assert all({"start", "end", "line", "message", "kind"} <= set(p) for p in data["pieces"])
+    listing = cli("render", "--chat-template", tmp_path / "t.jinja", "--case", tmp_path / "case.json", "--explain")
+    rows = listing.stdout.splitlines()
+    assert rows[0].split() == ["where", "message", "kind", "text", "written", "by"]
+    assert any(r.split()[:4] == ["2:22", "1", "expression", "user"] and r.endswith("message.role") for r in rows)
+    assert any(r.split()[:4] == ["5:1", "-", "text", "<|im_start|>assistant⏎"] for r in rows)
+
+
+def test_trace_explain_on_the_command_line(cli, tmp_path) -> None:
+    (tmp_path / "r.json").write_text(RESPONSE)
+    (tmp_path / "out.txt").write_text("<think>hm</think>Sure.<|im_end|>")
+    done = cli("trace", "--response-template", tmp_path / "r.json", "--output", tmp_path / "out.txt", "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    segments = json.loads(done.stdout)["segments"]
+    assert [(s["kind"], s["field"], s["site"]["key"], s["site"]["line"]) for s in segments] == [
+        ("open", "reasoning_content", "open", 4), ("body", "reasoning_content", None, 4),
+        ("close", "reasoning_content", "close", 4), ("body", "content", None, 11), ("close", "content", "close", 11)]
+    listing = cli("trace", "--response-template", tmp_path / "r.json", "--output", tmp_path / "out.txt", "--explain")
+    assert '0-7    open   reasoning_content  <think>     line 4:27 "open"' in listing.stdout

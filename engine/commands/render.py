@@ -1,4 +1,5 @@
-"""`python -m engine render --chat-template FILE --case FILE [--json]`: print the rendered prompt."""
+"""`python -m engine render --chat-template FILE --case FILE [--explain] [--json]`: print the rendered
+prompt (`--explain`: which template line and message wrote each piece of it)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 
 from .. import limits
 from ..cases import Case, render_case
+from ..provenance.listing import prompt_listing
 from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json, read_text
 
 
@@ -17,6 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help='JSON: {"messages": [...], "tools", "documents", "add_generation_prompt", '
                              '"template_kwargs", "special_tokens"} (all but messages optional)')
     parser.add_argument("--json", action="store_true", help="print {prompt, generation_spans, diagnostics}")
+    parser.add_argument("--explain", action="store_true",
+                        help="say where each piece of the prompt came from: its template line, the message the "
+                             'template was handling, its kind (with --json: "pieces", each {start, end, line, '
+                             'column, message, kind, …})')
     add_timeout(parser, limits.RENDER_SECONDS, "rendering (run in a killable, memory-capped worker)")
     parser.set_defaults(handler=run)
 
@@ -32,10 +38,14 @@ def run(args: argparse.Namespace) -> int:
         case = Case.from_dict(data, name=args.case)
     except (TypeError, ValueError) as e:
         raise UsageError(f"{args.case}: {e}") from e
-    result = render_case(template, case, timeout=timeout)
+    result = render_case(template, case, timeout=timeout, explain=args.explain)
     if args.json:
         print_json(result.to_dict())
+    elif result.ok and args.explain and result.explanation is not None and result.explanation.pieces is not None:
+        print(prompt_listing(result.prompt, result.explanation.pieces))
     elif result.ok:
         sys.stdout.write(result.prompt)
+    if args.explain and result.explanation is not None and result.explanation.note:
+        print(f"note: {result.explanation.note}", file=sys.stderr)
     print_diagnostics(result.diagnostics)
     return 0 if result.ok else 1

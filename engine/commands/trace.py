@@ -1,5 +1,6 @@
 """`python -m engine trace --response-template FILE --output FILE [--prefix FILE] [--tools FILE]
-[--chunk-size N | --random-chunks SEED] [--json]`: parse an output and show where every character went."""
+[--chunk-size N | --random-chunks SEED] [--explain] [--json]`: parse an output and show where every
+character went (`--explain`: and which key of the response template claimed it)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import argparse
 import random
 
 from .. import limits
+from ..provenance.listing import output_listing
+from ..provenance.output import explain_segments
 from ..response_spec import load_response_spec
 from ..terminal import field_colours, legend, paint
 from ..trace import trace_text
@@ -24,6 +27,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     split.add_argument("--random-chunks", type=int, metavar="SEED", help="feed it in random-sized chunks")
     parser.add_argument("--json", action="store_true",
                         help='print {"message", "events", "prefix_events", "segments", "diagnostics"}')
+    parser.add_argument("--explain", action="store_true",
+                        help="list each segment with the key of the response template that claimed it (its line "
+                             "and column) and, for held-back text, the delimiters it may still become")
     add_timeout(parser, limits.REGEX_SECONDS, "the response template's regexes (summed over the whole parse)")
     parser.set_defaults(handler=run)
 
@@ -46,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     timeout = positive_timeout(args.timeout)
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
-    loaded = load_response_spec(read_text(args.response_template))
+    text = read_text(args.response_template)
+    loaded = load_response_spec(text)
     if not loaded.ok:
         if args.json:
             print_json({"message": None, "events": [], "prefix_events": [], "segments": [],
@@ -62,10 +69,17 @@ def run(args: argparse.Namespace) -> int:
     result = trace_text(loaded.template, output, prefix, tools, split_text(output, args.chunk_size, args.random_chunks),
                         regex_seconds=timeout)
     diagnostics = loaded.diagnostics + result.diagnostics
+    origins = explain_segments(result.segments, text, loaded.template, output) if args.explain else None
     if args.json:
         data = result.to_dict()
         data["diagnostics"] = [d.to_dict() for d in diagnostics]
+        if origins is not None:
+            data["segments"] = [o.to_dict() for o in origins]
         print_json(data)
+    elif origins is not None:
+        print(output_listing(output, origins))
+        print()
+        print_json(result.message)
     else:
         colours = field_colours(loaded.template.fields)
         print(legend(colours))

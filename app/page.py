@@ -48,8 +48,10 @@ from .workbench import (build_prompt_view, edit_chat_template, edit_response_tem
                         view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
-CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
-JS = (ASSETS / "page.js").read_text(encoding="utf-8")
+CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
+# The page's scripts, each a function of its own (provenance.js: where each character came from).
+JS = "() => {\n" + "".join(f"({(ASSETS / name).read_text(encoding='utf-8').strip()})();\n"
+                            for name in ("page.js", "provenance.js")) + "}"
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",

@@ -18,6 +18,7 @@ from engine.trace import Trace
 
 from .case_form import CaseForm, save_form
 from .highlight import diagnostics_html, esc, field_classes, prompt_html
+from .provenance_view import fields_data, prompt_pieces
 from .state import Session, encode_workspace
 from .token_panel import NO_TOKENIZER, TOKEN_LEGEND, session_tokens, tokens_html, tokens_info
 
@@ -57,10 +58,11 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
-    # One call to the worker for the prompt and where its generation prompt starts: the template is
-    # compiled once (each edit is a new template to compile, the slowest part of an edit).
+    # One call to the worker for the prompt, where its generation prompt starts and where each of its
+    # characters came from: the template is compiled once (each edit is a new template to compile,
+    # the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
-    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True)
+    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True, explain=True)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -72,9 +74,12 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     prefix_segments: list = []
     classes: dict[str, str] = {}
     special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens)
+    fields = ""
     if spec is not None:
         trace = Trace(spec, prompt=prompt, tools=case.tools)
         classes = field_classes(trace.template.fields)
+        if loaded.ok:
+            fields = fields_data(workspace.response_template, classes)
         anchor_end = trace.anchor_end if trace.anchor_found else None
         prefix_segments = trace.prefix_segments()
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
@@ -85,6 +90,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     body = None
     if session.show_tokens and tokens is not None and not tokens.diagnostics:
         body = TOKEN_LEGEND + tokens_html(prompt, tokens, show_whitespace)
+    pieces, table, explained = prompt_pieces(result.explanation)
     body = body or prompt_html(
         prompt,
         special_tokens=special,
@@ -93,6 +99,8 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         prefix_segments=prefix_segments,
         classes=classes,
         show_whitespace=show_whitespace,
+        pieces=pieces,
+        data=table + fields,
     )
     if session.show_tokens and (tokens is None or tokens.diagnostics):
         why = tokens.diagnostics if tokens is not None else [Diagnostic("info", NO_TOKENIZER, "tokenizer")]
@@ -112,6 +120,8 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         opened = sorted({s.field for s in prefix_segments if s.field and s.kind in ("open", "body")})
         if opened:
             info.append("the prompt opens " + ", ".join(opened))
+    if explained:
+        info.append(esc(explained))
     return PromptView(prompt, body, " · ".join(info), chat_diags, case_diags, response_diags)
 
 

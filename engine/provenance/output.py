@@ -91,6 +91,19 @@ def segment_site(sites: dict[str, dict[str | None, FieldSite]], segment: Segment
     return keys.get(None)
 
 
+def kind_sites(text: str) -> dict[str, dict[str, FieldSite]]:
+    """For each field, the key that claims each kind of segment (`open`, `close`, `body`,
+    `pending`), as `segment_site` decides: what the page looks up when an output region is clicked."""
+    sites = field_sites(text)
+    out: dict[str, dict[str, FieldSite]] = {}
+    for name in sites:
+        for kind in _KEYS:
+            site = segment_site(sites, Segment(0, 0, kind, name))  # type: ignore[arg-type]
+            if site is not None:
+                out.setdefault(name, {})[kind] = site
+    return out
+
+
 def waiting_for(template: ResponseTemplate, pending: str, current: str | None) -> list[str]:
     """The delimiters held-back text may still become, as the parser watches for them: the close of
     the open region, or (in the implicit region, or none) every field's open and the implicit

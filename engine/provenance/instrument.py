@@ -21,9 +21,9 @@ message in a hidden variable set beside it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import jinja2
 from jinja2 import nodes
@@ -40,8 +40,7 @@ from .markers import (AT_NAME, CTX, CTX_NAME, END, FILTERS, GLOBALS, HIDDEN_PREF
 MAX_CANDIDATES = 4
 
 
-@dataclass(frozen=True)
-class Origin:
+class Origin(NamedTuple):
     """Where one marked piece is written in the template: its kind (`text`: template text between
     tags; `literal`: a string literal in `{{ }}`; `expression`: an expression's value; `block`: what a
     `{% call %}`, `{% filter %}` or `{% generation %}` block wrote, when its insides are not
@@ -84,7 +83,9 @@ def _instrument(source: str, captured: bool) -> Instrumented:
     macros, whole = transparent_macros(ast) if captured else (set(), [])
     rewriter = _Rewriter(tokens, normalise_newlines(source), macros, captured)
     rewriter.rewrite(ast)
-    env = base.overlay()
+    # Jinja's optimizer only folds constant expressions (the same values, computed while compiling):
+    # without it, compiling, which every edit pays, is a sixth cheaper.
+    env = base.overlay(optimized=False)
     env.globals = {**base.globals, **GLOBALS}
     env.filters = {**base.filters, **FILTERS}
     # New nodes need what parsed ones have (their line is only used in tracebacks of this render).
@@ -255,7 +256,7 @@ class _Rewriter:
                 node.expr2 = self._split(node.expr2, last, parent, text)
             return node
         origin = self._expression_origin(node, _first_token(node), last)
-        piece = self._origin(replace(origin, parent=parent))
+        piece = self._origin(origin._replace(parent=parent))
         values = self._candidates(node)
         if isinstance(node, nodes.Const) and isinstance(node.value, str) and not values:
             return nodes.Const(f"{OPEN}{piece},{STOP}{node.value}{END}")  # folded when compiled: free
@@ -300,7 +301,7 @@ class _Rewriter:
 
     def _origin(self, origin: Origin) -> int:
         if self.macro is not None:
-            origin = replace(origin, macro=self.macro[0], macro_line=self.macro[1])
+            origin = origin._replace(macro=self.macro[0], macro_line=self.macro[1])
         self.origins.append(origin)
         return len(self.origins) - 1
 

@@ -172,7 +172,8 @@ def explain_prompt(
                 note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
             else:
                 note = None
-            return Explanation(rows, instrumented.origins, template_name, note, coarse=not captured)
+            rows, origins = _used(rows, instrumented.origins)
+            return Explanation(rows, origins, template_name, note, coarse=not captured)
     return Explanation(None, note=f"No explanation: {why}.")
 
 
@@ -297,6 +298,21 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
     if len(rows) > limits.MAX_EXPLAINED_PIECES:
         raise _Unexplained(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
     return rows
+
+
+def _used(rows: list[Row], origins: list[Origin]) -> tuple[list[Row], list[Origin]]:
+    """The rows with only the origins they use (renumbered): a render worker sends the explanation
+    back, and a large template has far more places than one prompt uses."""
+    used: dict[int, int] = {}
+    for row in rows:
+        used.setdefault(row[2], len(used))
+        for call in row[4]:
+            used.setdefault(call, len(used))
+    renumbered = [(s, e, used[o], m, tuple(used[c] for c in calls), k) for s, e, o, m, calls, k in rows]
+    kept = [None] * len(used)
+    for old, new in used.items():
+        kept[new] = origins[old]._replace(parent=None)  # (its numbering is gone; only `_read` used it)
+    return renumbered, kept  # type: ignore[return-value]
 
 
 def _lines(start: int, text: str, frame: list) -> list[Row]:

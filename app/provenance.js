@@ -37,10 +37,13 @@
     (marks[id] = marks[id] || {})[cls] = new Set(lines);
     paint(id);
   }
+  const painted = {};  // editor id -> whether some of its lines carry a mark now
   function paint(id) {
     const root = document.getElementById(id);
     const view = editor(id);
-    if (!root || !view || !marks[id]) return;
+    const any = !!marks[id] && Object.values(marks[id]).some((lines) => lines.size);
+    if (!root || !view || !(any || painted[id])) return;  // nothing to mark, nothing to clear: no work
+    painted[id] = any;
     for (const el of root.querySelectorAll('.cm-content > .cm-line')) {
       const n = lineOf(view, el);
       for (const [cls, lines] of Object.entries(marks[id])) el.classList.toggle(cls, lines.has(n));
@@ -223,11 +226,16 @@
 
   // Redraws: CodeMirror redraws lines as it scrolls; a refresh replaces the prompt; panels come back.
   const observer = new MutationObserver((records) => {
-    if (!records.some((r) => r.type !== 'attributes')) return;
-    for (const id of ['chat-editor', 'messages-editor', 'response-editor']) paint(id);
-    if (records.some((r) => r.target.closest && r.target.closest('#prompt-view'))) {
+    const changed = new Set();
+    for (const r of records) {
+      const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
+      const root = el && el.closest('#chat-editor, #messages-editor, #response-editor, #prompt-view');
+      if (root) changed.add(root.id);
+    }
+    for (const id of changed) if (id !== 'prompt-view') paint(id);
+    if (changed.has('prompt-view')) {  // a new prompt: what the cursor's line wrote, again
       pinned = null;
-      hit(cursorLine);
+      if (cursorLine) hit(cursorLine);
     }
   });
   function watch() {

@@ -4,7 +4,7 @@ Runs bench_trace, bench_stream, bench_checks, bench_tokens, bench_local and benc
 `python app.py`, driven by Chromium) in this order, each printing its own detail, then prints one
 table with every figure of issue 15, its target and whether it is met. `--json` prints only one
 object with exactly those keys (the details go to stderr), so the figures can be tracked over time;
-`--markdown` prints the table as the README shows it; `--quick` runs a reduced version (smaller
+`--markdown` prints the table as docs/benchmarks.md shows it; `--quick` runs a reduced version (smaller
 inputs, fewer repeats) in under 50 seconds. `--draft` adds bench_draft's presets table and
 `--corpus DIR` runs check_corpus on a folder of real templates (both print their own tables).
 
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="a reduced run (under a minute)")
     parser.add_argument("--json", action="store_true", help="print one JSON object with every figure (details to stderr)")
-    parser.add_argument("--markdown", action="store_true", help="print the table as markdown (for the README)")
+    parser.add_argument("--markdown", action="store_true", help="print the table as markdown (for docs/benchmarks.md)")
     parser.add_argument("--draft", action="store_true", help="also print bench_draft's presets table")
     parser.add_argument("--corpus", help="also run check_corpus on this folder of real templates")
     args = parser.parse_args(argv)

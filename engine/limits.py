@@ -3,7 +3,7 @@
 Templates, regexes, pasted outputs and JSON come from people the server does not know (on a public
 Space, from anyone), so each has a size or time limit. Real templates and outputs sit far below
 every one of them. An owner can change each with the environment variable named next to it
-(README, "Security"); the command line uses the same defaults (`--timeout` changes its time limit).
+(docs/security.md); the command line uses the same defaults (`--timeout` changes its time limit).
 """
 
 from __future__ import annotations

@@ -115,7 +115,7 @@ def install_regex_bounds() -> None:
 install_regex_bounds()
 
 
-# What README's "Dependencies on transformers' private names" lists, name by name.
+# What docs/architecture.md's "Dependencies on transformers' private names" lists, name by name.
 PRIVATE_NAMES = (
     "transformers.utils.chat_template_utils._normalize_chat_messages",
     "transformers.utils.chat_template_utils._compile_jinja_template",

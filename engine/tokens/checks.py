@@ -10,7 +10,7 @@
   (character spans, so it runs without a tokenizer too);
 - `tokens.delimiter_boundaries`: the response template's delimiters start and end on token boundaries.
 
-Judgements are measured on real setups (README, "Tokens"): what widely used, correct tokenizers do
+Judgements are measured on real setups (docs/tokens.md): what widely used, correct tokenizers do
 (Llama 3 writes BOS in the template and adds it on `tokenizer(text)`; Qwen2.5 writes `<tool_response>`
 as several ordinary tokens) is `info`, never a warning.
 """

@@ -86,7 +86,7 @@ def test_each_preset_runs_a_recording_with_regions_events_and_message(page: Page
 
 
 def test_picking_a_recording_shows_its_case_and_the_tool_call_region(page: Page):
-    """Also the README's screenshot: SmolLM3, a tool call streamed with every region coloured."""
+    """Also the screenshot in docs/playground.md: SmolLM3, a tool call streamed with every region coloured."""
     pick(page, "preset-picker", "SmolLM3")
     pick(page, "recording-picker", "single tool call  ·  tools offered")
     expect(page.locator("#case-name input, #case-name textarea").first).to_have_value("tools offered")

@@ -4,13 +4,14 @@ and columns that wrote it and the message the template was handling."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from engine import limits
 from engine.cases import render_case
 from engine.presets import load_preset, preset_names
-from engine.provenance import Piece
+from engine.provenance import Piece, explain_prompt
 from engine.provenance.output import explain_segments, waiting_for
 from engine.render import render
 from engine.response_spec import load_response_spec
@@ -203,6 +204,26 @@ def test_the_explanation_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     result = render(CHATML, MESSAGES, explain=True, explain_seconds=0)
     assert result.ok and result.explanation.pieces is None and "time limit" in result.explanation.note
+
+
+def test_a_template_too_slow_to_explain_in_time_says_so() -> None:
+    """The explanation's own clock: compiling the marked copy of a large template (here a few hundred
+    milliseconds) is stopped by a timer, since it reads no clock while it compiles."""
+    template = "".join(f"{{% if messages[0].role == 'user' %}}<s{i}>{{{{ messages[0].content }}}}\n{{% endif %}}"
+                       for i in range(600))
+    variables = {"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": False}
+    started = time.monotonic()
+    explanation = explain_prompt(template, variables, "unused", seconds=0.05)
+    assert explanation.pieces is None and "longer than its time limit (0.05 s)" in explanation.note
+    assert time.monotonic() - started < 5
+
+
+def test_a_megabyte_prompt_is_explained_in_the_worker() -> None:
+    messages = [{"role": "user", "content": "word " * 200_000}, {"role": "assistant", "content": "Fine."}]
+    result = render(CHATML, messages, explain=True, timeout=limits.RENDER_SECONDS)
+    assert len(result.prompt) > 1_000_000
+    assert_tiles(result.prompt, result.explanation.pieces)
+    assert at(result.prompt, result.explanation.pieces, "word word").message == 0
 
 
 @pytest.mark.parametrize("name", preset_names())

@@ -114,6 +114,9 @@
   // ----- the prompt → the template and the case -------------------------------------------------
   let pinned = null;
   function pieceOf(el) {
+    // A stale prompt (the last that rendered, kept on screen after an edit that does not) was
+    // written by an older template: its lines no longer say anything.
+    if (document.querySelector('#prompt-view .stale-banner')) return null;
     const rows = data(el.closest('.prompt-text'), 'pieces');
     return rows ? rows[+el.dataset.p] : null;
   }
@@ -186,7 +189,7 @@
     const text = promptText();
     const rows = data(text, 'pieces');
     for (const el of document.querySelectorAll('#prompt-view .pv-hit')) el.classList.remove('pv-hit');
-    if (!rows || !line) return;
+    if (!rows || !line || document.querySelector('#prompt-view .stale-banner')) return;
     for (const el of text.querySelectorAll('[data-p]')) {
       const p = rows[+el.dataset.p];
       if (p && ((p[0] <= line && line <= p[2]) || p[6].includes(line))) el.classList.add('pv-hit');

@@ -207,7 +207,9 @@ def _explain(template: str, variables: dict | None, prompt: str, name: str | Non
              seconds: float | None) -> Explanation:
     from .provenance import Explanation, explain_prompt
 
-    if variables is None or (seconds is not None and seconds <= 0):
+    if variables is None:
+        return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")
+    if seconds is not None and seconds <= 0:
         return Explanation(None, note="No explanation: the render took most of its time limit.")
     return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds)
 
@@ -233,7 +235,8 @@ def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
 
 
 def _variables(messages: Any, tools: Any, documents: Any, add_generation_prompt: bool, kwargs: dict) -> dict | None:
-    """What transformers handed the template (to render it again and find where it failed)."""
+    """What transformers handed the template (to render it again: to find where it failed, or to
+    explain it)."""
     try:
         plain_messages, plain_kwargs = template_inputs(messages, kwargs)
         return {**plain_kwargs, "messages": plain_messages, "tools": plain_data(tools), "documents": plain_data(documents),

@@ -70,13 +70,10 @@ class Instrumented:
     whole: list[str] = field(default_factory=list)
 
 
-def instrument(source: str, captured: bool = True) -> Instrumented:
-    """`source` compiled with markers (see the module docstring); raises what compiling raises."""
-    return _instrument(source, captured)
-
-
 @lru_cache(maxsize=8)
-def _instrument(source: str, captured: bool) -> Instrumented:
+def instrument(source: str, captured: bool = True) -> Instrumented:
+    """`source` compiled with markers (see the module docstring); raises what compiling raises.
+    Cached: a case switch or a toggle explains the same template again."""
     base = compile_template(source).environment
     tokens = lex(source)
     ast = _parse(base, tokens)
@@ -140,6 +137,7 @@ class _Rewriter:
         self.origins: list[Origin] = []
         self.tracked: set[str] = set()
         self.macro: tuple[str, int | None] | None = None
+        self.loops: list[set[str]] = []  # the names each loop around the statement being rewritten sets
 
     # ----- statements -------------------------------------------------------------------------
 
@@ -160,9 +158,10 @@ class _Rewriter:
             node.nodes = _joined([marked for child in node.nodes for marked in self.output(child)])
             return [node]
         if isinstance(node, nodes.For):
-            targets = [node.target, *node.target.find_all(nodes.Name)]
-            values = [nodes.Name(n.name, "load") for n in targets if isinstance(n, nodes.Name)]
-            node.body = [self._ctx(depth, False, values), *self.block(node.body, depth + 1)]
+            targets = [n.name for n in [node.target, *node.target.find_all(nodes.Name)] if isinstance(n, nodes.Name)]
+            self.loops.append(set(targets))
+            node.body = [self._ctx(depth, False, [nodes.Name(n, "load") for n in targets]), *self.block(node.body, depth + 1)]
+            self.loops.pop()
             node.else_ = self.block(node.else_, depth)
             return [node, _data(f"{POP}{depth}{STOP}")]
         if isinstance(node, nodes.If):
@@ -196,11 +195,12 @@ class _Rewriter:
     def _inside(self, node: nodes.Macro | nodes.CallBlock, macro: str | None) -> nodes.Node:
         """The body of a macro or a `{% generation %}` block, marked: its depths are counted afresh
         (its output is shown inside the piece that called it)."""
-        outer = self.macro
+        outer, loops = self.macro, self.loops
         if macro is not None:
             self.macro = (macro, self._line(node.lineno))
+        self.loops = []
         node.body = self.block(node.body, 0)
-        self.macro = outer
+        self.macro, self.loops = outer, loops
         return node
 
     def _whole_block(self, node: nodes.Node) -> list[nodes.Node]:
@@ -236,7 +236,7 @@ class _Rewriter:
             # Its operands are pieces of their own, each with its own message; this one only
             # holds what none of them wrote (`1 + 2`: numbers are not marked).
             return [self._open(piece, []), self._split(child, last, piece), nodes.TemplateData(END)]
-        return [self._open(piece, self._candidates(child)), child, nodes.TemplateData(END)]
+        return [self._open(piece, self._candidates(child, piece=True)), child, nodes.TemplateData(END)]
 
     def _split(self, node: nodes.Expr, last: int, parent: int, text: bool = False) -> nodes.Expr:
         """Each operand of a `+` / `~` chain (or branch of an inline if) marked as its own piece:
@@ -257,7 +257,7 @@ class _Rewriter:
             return node
         origin = self._expression_origin(node, _first_token(node), last)
         piece = self._origin(origin._replace(parent=parent))
-        values = self._candidates(node)
+        values = self._candidates(node, piece=True)
         if isinstance(node, nodes.Const) and isinstance(node.value, str) and not values:
             return nodes.Const(f"{OPEN}{piece},{STOP}{node.value}{END}")  # folded when compiled: free
         return nodes.Filter(node, MARK_TEXT_NAME if text else MARK_NAME, [nodes.Const(piece), *values], [], None, None)
@@ -274,9 +274,11 @@ class _Rewriter:
             return nodes.TemplateData(f"{OPEN}{piece},{STOP}")
         return _call(OPEN_NAME, [nodes.Const(piece), *values])
 
-    def _candidates(self, node: nodes.Node) -> list[nodes.Expr]:
+    def _candidates(self, node: nodes.Node, piece: bool = False) -> list[nodes.Expr]:
         """Where a piece may read a message, cheapest first and safe to evaluate anywhere: names
-        (and the message a tracked name was set from), and `name[index]` looked up by the `at` helper."""
+        (and the message a tracked name was set from), and `name[index]` looked up by the `at` helper.
+        For a `piece` that reads only the variables of the loop around it (`message.role`), none:
+        the loop already says which message it handles (and looking costs a call per piece)."""
         found: list[nodes.Expr] = []
         seen: set[str] = set()
         for sub in [node, *node.find_all((nodes.Name, nodes.Getitem))]:
@@ -295,6 +297,8 @@ class _Rewriter:
             found.extend(value)
             if len(found) >= MAX_CANDIDATES:
                 break
+        if piece and self.loops and seen <= self.loops[-1] and not seen & self.tracked:
+            return []
         return found[:MAX_CANDIDATES]
 
     # ----- where things are written ------------------------------------------------------------

@@ -133,6 +133,12 @@ class _Unexplained(Exception):
     """The instrumented render does not give back the prompt (the reason is the message)."""
 
 
+class _OverLimit(BaseException):
+    """The explanation went over a limit (time, pieces): stop, whatever code it is in. A
+    BaseException, as KeyboardInterrupt is: Jinja's compiler catches every Exception while it folds
+    constants, and would go on."""
+
+
 def explain_prompt(
     source: str,
     variables: dict,
@@ -157,10 +163,11 @@ def explain_prompt(
                 instrumented = instrument(source, captured)
                 marked = _render(instrumented.template, variables, prompt, deadline)
                 rows = _read(marked, instrumented.origins, prompt, continued)
+            except _OverLimit as e:
+                why = str(e)
+                break
             except _Unexplained as e:
                 why = str(e)
-                if "limit" in why:
-                    break
                 continue
             except Exception as e:  # noqa: BLE001 - an instrumented render that fails is a difference
                 why = f"the instrumented render failed ({type(e).__name__})"
@@ -178,30 +185,34 @@ def explain_prompt(
 
 
 class _alarm:
-    """Stops the work inside after `seconds` (None: never) by raising `_Unexplained` from a timer
+    """Stops the work inside after `seconds` (None: never) by raising `_OverLimit` from a timer
     signal: compiling a very large template takes seconds and checks no clock. Only in a process's
     main thread (a render worker); elsewhere the clock read between output chunks is the bound."""
 
     def __init__(self, seconds: float | None):
         self.seconds = seconds
-        self.armed = False
+        self.armed = False  # whether the signal stops the work (once)
+        self.installed = False
+        self.previous: Any = None  # the handler this one replaced
 
     def _ring(self, *_: Any) -> None:
         if self.armed:
-            raise _Unexplained(f"explaining took longer than its time limit ({self.seconds:.3g} s)")
+            self.armed = False
+            raise _OverLimit(f"explaining took longer than its time limit ({self.seconds:.3g} s)")
 
     def __enter__(self) -> None:
         if self.seconds is None or threading.current_thread() is not threading.main_thread():
             return
         self.previous = signal.signal(signal.SIGALRM, self._ring)
-        self.armed = True
+        self.armed = self.installed = True
         signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3))
 
     def __exit__(self, *exc: Any) -> None:
-        if self.armed:
+        if self.installed:
             self.armed = False  # first: a signal already on its way does nothing now
             signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, self.previous)
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
+            self.installed = False
 
 
 def _render(template: Any, variables: dict, prompt: str, deadline: float | None) -> str:
@@ -215,9 +226,9 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
             out.append(chunk)
             size += len(chunk)
             if size > bound:
-                raise _Unexplained(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+                raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
             if deadline is not None and time.monotonic() > deadline:
-                raise _Unexplained("explaining took longer than its time limit")  # off the main thread
+                raise _OverLimit("explaining took longer than its time limit")  # off the main thread
     finally:
         reset_messages(token)
     return "".join(out)
@@ -296,7 +307,7 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
     if written < cut or (written > cut and not continued) or (len(frames) > 1 and not continued):
         raise _Unexplained("the instrumented render differs from transformers'")
     if len(rows) > limits.MAX_EXPLAINED_PIECES:
-        raise _Unexplained(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+        raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
     return rows
 
 

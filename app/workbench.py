@@ -62,7 +62,9 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     # characters came from: the template is compiled once (each edit is a new template to compile,
     # the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
-    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True, explain=True)
+    # (The Tokens view shows no provenance: then it is not computed.)
+    result = workspace.render(case, timeout=timeout, owner=session.id, with_generation_start=True,
+                              explain=not session.show_tokens)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:

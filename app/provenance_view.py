@@ -39,7 +39,7 @@ CONTROLS = (
     '<label class="pv-by-message" title="Colour the prompt by the message the template was handling">'
     '<input type="checkbox" id="pv-by-message"> By message</label>'
 )
-READOUT = '<div class="pv-readout" id="pv-readout" aria-live="polite"></div>'
+READOUT = '<div class="pv-readout" id="pv-readout"></div>'
 
 
 def prompt_pieces(explanation: Explanation | None) -> tuple[list[tuple[int, int, str, str]], str, str | None]:

@@ -11,7 +11,7 @@ from typing import Any
 
 import gradio as gr
 
-from .provenance_view import CONTROLS, READOUT
+from .provenance_view import CONTROLS
 
 PROMPT_LEGEND = (
     '<div class="legend prompt-legend"><span class="chip tok">special token</span>'
@@ -31,7 +31,6 @@ def build_prompt_panel() -> dict[str, Any]:
                                           container=False, scale=0, min_width=150)  # fmt: skip
             gr.HTML(CONTROLS, elem_id="pv-controls", min_width=110)
         gr.HTML(PROMPT_LEGEND)
-        gr.HTML(READOUT, elem_id="pv-readout-box")
         view = gr.HTML(elem_id="prompt-view")
         info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
     return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace, show_tokens=show_tokens)

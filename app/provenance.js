@@ -120,9 +120,22 @@
     const rows = data(el.closest('.prompt-text'), 'pieces');
     return rows ? rows[+el.dataset.p] : null;
   }
-  function readout(text) {
-    const out = document.getElementById('pv-readout');
-    if (out) out.textContent = text;
+  function readout(text, el) {
+    // A line that floats under the character (no room is taken from the first screen for it).
+    let tip = document.getElementById('pv-readout');
+    if (!tip) {
+      tip = document.createElement('div');
+      tip.id = 'pv-readout';
+      tip.className = 'pv-readout';
+      document.body.appendChild(tip);
+    }
+    tip.textContent = text;
+    tip.hidden = !text;
+    if (text && el) {
+      const box = el.getBoundingClientRect();
+      tip.style.left = `${Math.max(4, Math.min(box.left, window.innerWidth - tip.offsetWidth - 4))}px`;
+      tip.style.top = `${box.bottom + 4}px`;
+    }
   }
   function sourceText(p) {
     const view = editor('chat-editor');
@@ -151,7 +164,7 @@
     mark('messages-editor', 'pv-msg', lines);
     reveal('chat-editor', p[0]);
     reveal('messages-editor', lines[0]);
-    readout(describe(p));
+    readout(describe(p), el);
   }
   function clear() {
     for (const other of document.querySelectorAll('#prompt-view .pv-hover')) other.classList.remove('pv-hover');

@@ -33,13 +33,11 @@ MESSAGE_COLOURS = 6
 # the command line explains it whole (`render --explain`).
 MAX_PAGE_PIECES = 20_000
 
-# The prompt panel's "By message" switch (the page's script keeps it, in this browser) and the line
-# that says where the character under the pointer came from.
+# The prompt panel's "By message" switch (the page's script keeps it, in this browser).
 CONTROLS = (
     '<label class="pv-by-message" title="Colour the prompt by the message the template was handling">'
     '<input type="checkbox" id="pv-by-message"> By message</label>'
 )
-READOUT = '<div class="pv-readout" id="pv-readout"></div>'
 
 
 def prompt_pieces(explanation: Explanation | None) -> tuple[list[tuple[int, int, str, str]], str, str | None]:

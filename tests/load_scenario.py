@@ -8,8 +8,10 @@ template, deep JSON) and runs the checks on a looping template."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import statistics
 import threading
 import time
@@ -72,7 +74,8 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
             outcome.errors.append(f"session {index}: {type(e).__name__}: {e}")
             continue
         outcome.latencies.append(time.monotonic() - started)
-        prompt = result[3] if isinstance(result, (list, tuple)) else ""
+        shown = result[3] if isinstance(result, (list, tuple)) else ""
+        prompt = html.unescape(re.sub(r"<[^>]+>", "", shown))  # the text (pieces are in spans of their own)
         if f"{marker}: hello {index}" not in prompt or "SESSION-" in prompt.replace(marker, ""):
             outcome.wrong.append(f"session {index} round {round_}: {prompt[:200]!r}")
 

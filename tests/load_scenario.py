@@ -62,6 +62,11 @@ class Outcome:
         return {"p50": cut[49], "p90": cut[89], "p99": cut[98], "max": ordered[-1], "n": len(ordered)}
 
 
+def shown_text(prompt_html: str) -> str:
+    """The text of the prompt panel's HTML (each piece of a prompt is a span of its own)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", prompt_html))
+
+
 def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
     client = local_client(url)
     for round_ in range(rounds):
@@ -74,8 +79,7 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
             outcome.errors.append(f"session {index}: {type(e).__name__}: {e}")
             continue
         outcome.latencies.append(time.monotonic() - started)
-        shown = result[3] if isinstance(result, (list, tuple)) else ""
-        prompt = html.unescape(re.sub(r"<[^>]+>", "", shown))  # the text (pieces are in spans of their own)
+        prompt = shown_text(result[3] if isinstance(result, (list, tuple)) else "")
         if f"{marker}: hello {index}" not in prompt or "SESSION-" in prompt.replace(marker, ""):
             outcome.wrong.append(f"session {index} round {round_}: {prompt[:200]!r}")
 
@@ -125,7 +129,7 @@ def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = T
             started = time.monotonic()
             result = newcomer.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
             outcome.newcomer_refresh = time.monotonic() - started
-            if "NEWCOMER: hi" not in result[3]:
+            if "NEWCOMER: hi" not in shown_text(result[3]):
                 outcome.wrong.append(f"newcomer: {result[3][:200]!r}")
     finally:
         stop.set()

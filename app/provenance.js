@@ -9,13 +9,17 @@
   const parsed = new WeakMap();
 
   function data(el, name) {
-    if (!el || !el.dataset[name]) return null;
+    // Parsed once per value: the page may keep the element and change only its attributes.
+    const raw = el && el.dataset[name];
+    if (!raw) return null;
     const cache = parsed.get(el) || {};
-    if (!(name in cache)) {
-      try { cache[name] = JSON.parse(el.dataset[name]); } catch (e) { cache[name] = null; }
+    if (!cache[name] || cache[name].raw !== raw) {
+      let value = null;
+      try { value = JSON.parse(raw); } catch (e) {}
+      cache[name] = { raw, value };
       parsed.set(el, cache);
     }
-    return cache[name];
+    return cache[name].value;
   }
   const promptText = () => document.querySelector('#prompt-view .prompt-text');
   function editor(id) {

@@ -14,7 +14,7 @@ from app import provenance_view
 from app.highlight import field_classes, output_html
 from app.live_views import StreamView, view_html
 from app.provenance_view import held_back
-from app.workbench import build_prompt_view, edit_chat_template
+from app.workbench import build_prompt_view, edit_chat_template, explain_view
 from engine.response_spec import load_response_spec
 from engine.trace import Trace
 from tests.test_app_support import CHATML, session
@@ -25,6 +25,12 @@ SPAN = re.compile(r'<span class="([^"]*)" data-p="(\d+)">(.*?)</span>', re.DOTAL
 def table(fragment: str, name: str):
     found = re.search(rf'data-{name}="([^"]*)"', fragment)
     return json.loads(html.unescape(found.group(1))) if found else None
+
+
+def text_of(fragment: str) -> str:
+    """The prompt's text in the view (tags and the inline markers left out)."""
+    fragment = re.sub(r'<span class="mark[^"]*"[^>]*>.*?</span>', "", fragment)
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
 
 
 def texts_by_piece(fragment: str) -> dict[int, str]:
@@ -49,12 +55,26 @@ def test_the_prompt_view_carries_each_pieces_line_and_message() -> None:
     assert "pm0" in classes[str(rows.index(by_text["user"]))] and "pm-" in classes[str(len(rows) - 1)]
 
 
-def test_the_keystroke_answer_carries_provenance_from_the_worker() -> None:
+def test_a_keystroke_is_answered_first_and_explained_right_after() -> None:
     sess = session()
     edited = CHATML.replace("'<|im_start|>' + message['role']", "'<|im_start|>' ~ message['role']")
-    shown = edit_chat_template(sess, edited, False)["prompt"]
-    assert texts_by_piece(shown)
-    assert [row[:2] for row in table(shown, "pieces")][:2] == [[2, 5], [2, 22]]
+    answered = edit_chat_template(sess, edited, False)
+    assert "im_start" in answered["prompt"] and table(answered["prompt"], "pieces") is None
+    explained = explain_view(sess, False)  # what the page asks for next (the event's `then`)
+    assert set(explained) == {"prompt", "prompt_info"}
+    assert text_of(explained["prompt"]) == text_of(answered["prompt"])  # the same prompt, now explained
+    assert [row[:2] for row in table(explained["prompt"], "pieces")][:2] == [[2, 5], [2, 22]]
+
+
+def test_no_explanation_while_a_newer_edit_renders_or_another_explains() -> None:
+    sess = session()
+    assert sess.claim("refresh")  # an edit is being rendered: its own explanation follows it
+    assert explain_view(sess, False) == {}
+    sess.done("refresh")
+    assert sess.claim("explain")
+    assert explain_view(sess, False) == {}  # one at a time (the running one explains the latest edit)
+    sess.done("explain")
+    assert "prompt" in explain_view(sess, False)
 
 
 def test_a_prompt_without_an_explanation_says_why() -> None:

@@ -85,3 +85,15 @@ def test_clicking_an_output_region_highlights_its_response_template_key(page: Pa
     page.locator("#stream-view .seg.delim.open").first.click()
     page.wait_for_function("document.querySelectorAll('#response-editor .cm-line.pv-line').length > 0")
     assert any('"open"' in line for line in marked_lines(page, "response-editor", "pv-line"))
+
+
+def test_an_edit_is_explained_right_after_its_prompt_shows(page: Page) -> None:
+    page.locator("#chat-editor .cm-content").click()
+    page.keyboard.press("Control+Home")
+    page.keyboard.type("Hello")  # (a trailing space would be stripped by the comment after it: two edits, one prompt)
+    page.wait_for_function("""() => { const t = document.querySelector('#prompt-view .prompt-text');
+                                      return t && t.dataset.pieces && t.textContent.startsWith('Hello<'); }""")
+    page.locator("#prompt-view [data-p]", has_text="Hello").first.hover()
+    page.wait_for_function("document.querySelectorAll('#chat-editor .cm-line.pv-line').length > 0")
+    assert marked_lines(page, "chat-editor", "pv-line")[0].startswith("Hello")
+    assert page.locator("#pv-readout").text_content().startswith("line 1, column 1 · template text")

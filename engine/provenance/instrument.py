@@ -206,9 +206,9 @@ class _Rewriter:
     def _whole_block(self, node: nodes.Node) -> list[nodes.Node]:
         """A `{% call %}`, `{% filter %}` or `{% generation %}` block writes its output itself: one
         piece around it (the tag's line), holding the pieces its body wrote."""
-        token = self.tokens[node.lineno] if 0 <= node.lineno < len(self.tokens) else None
-        piece = self._origin(Origin("block", *self._span(node.lineno, node.lineno, tag=True),
-                                    source=self._tag_source(node.lineno) if token else None))
+        first, last = self._block_tag(node.lineno)
+        source = self.text[self.tokens[first].start : self.tokens[last].end]
+        piece = self._origin(Origin("block", *self._span(first, last), source=source))
         return [_data(f"{OPEN}{piece},{STOP}"), node, _data(END)]
 
     def _track(self, node: nodes.Assign) -> list[nodes.Node]:
@@ -286,9 +286,9 @@ class _Rewriter:
                 key, value = sub.name, [nodes.Name(sub.name, "load")]
                 if sub.name in self.tracked:
                     value.append(nodes.Name(HIDDEN_PREFIX + sub.name, "load"))
-            elif isinstance(sub, nodes.Getitem) and isinstance(sub.node, nodes.Name) and _index_like(sub.arg):
-                key = f"{sub.node.name}[{_index_key(sub.arg)}]"
-                value = [nodes.Filter(nodes.Name(sub.node.name, "load"), AT_NAME, [_copy_index(sub.arg)], [], None, None)]
+            elif isinstance(sub, nodes.Getitem) and isinstance(sub.node, nodes.Name) and (index := _index(sub.arg)):
+                key = f"{sub.node.name}[{index[0]}]"
+                value = [nodes.Filter(nodes.Name(sub.node.name, "load"), AT_NAME, [index[1]], [], None, None)]
             else:
                 continue
             if key in seen:
@@ -345,31 +345,25 @@ class _Rewriter:
             last -= 1
         return first, last
 
-    def _span(self, first: int, last: int, tag: bool = False) -> tuple[int | None, int | None, int | None, int | None]:
-        """(line, column, end line, end column) of tokens `first`..`last`; `tag`: the whole
-        `{% … %}` around token `first`."""
+    def _span(self, first: int, last: int) -> tuple[int | None, int | None, int | None, int | None]:
+        """(line, column, end line, end column) of tokens `first`..`last`."""
         tokens = self.tokens
         if not (0 <= first < len(tokens) and 0 <= last < len(tokens)):
             return None, None, None, None
-        if tag:
-            while first > 0 and tokens[first].kind != "block_begin":
-                first -= 1
-            last = first
-            while last + 1 < len(tokens) and tokens[last].kind != "block_end":
-                last += 1
         end = tokens[last]
         end_line = end.line + end.value.count("\n")
         end_column = (len(end.value) - end.value.rfind("\n")) if "\n" in end.value else end.column + len(end.value)
         return tokens[first].line, tokens[first].column, end_line, end_column
 
-    def _tag_source(self, index: int) -> str:
-        first = index
+    def _block_tag(self, index: int) -> tuple[int, int]:
+        """The first and last token of the `{% … %}` that holds token `index`."""
+        first = max(0, min(index, len(self.tokens) - 1))
         while first > 0 and self.tokens[first].kind != "block_begin":
             first -= 1
         last = first
         while last + 1 < len(self.tokens) and self.tokens[last].kind != "block_end":
             last += 1
-        return self.text[self.tokens[first].start : self.tokens[last].end]
+        return first, last
 
 
 def _first_token(node: nodes.Node) -> int:
@@ -383,26 +377,12 @@ def _bracket(token: Token) -> int:
     return 1 if token.value in _OPENERS else -1 if token.value in _OPENERS.values() else 0
 
 
-def _index_like(node: nodes.Expr) -> bool:
-    """An index a message can be taken by: `0`, `-1`, `i`."""
-    if isinstance(node, nodes.Const):
-        return type(node.value) is int
-    if isinstance(node, nodes.Neg):
-        return isinstance(node.node, nodes.Const) and type(node.node.value) is int
-    return isinstance(node, nodes.Name) and node.ctx == "load"
-
-
-def _index_key(node: nodes.Expr) -> str:
-    if isinstance(node, nodes.Const):
-        return str(node.value)
-    if isinstance(node, nodes.Neg):
-        return f"-{node.node.value}"  # type: ignore[attr-defined]
-    return node.name  # type: ignore[attr-defined]
-
-
-def _copy_index(node: nodes.Expr) -> nodes.Expr:
-    if isinstance(node, nodes.Const):
-        return nodes.Const(node.value)
-    if isinstance(node, nodes.Neg):
-        return nodes.Const(-node.node.value)  # type: ignore[attr-defined]
-    return nodes.Name(node.name, "load")  # type: ignore[attr-defined]
+def _index(node: nodes.Expr) -> tuple[str, nodes.Expr] | None:
+    """An index a message can be taken by (`0`, `-1`, `i`): how it reads, and a fresh node for it."""
+    if isinstance(node, nodes.Const) and type(node.value) is int:
+        return str(node.value), nodes.Const(node.value)
+    if isinstance(node, nodes.Neg) and isinstance(node.node, nodes.Const) and type(node.node.value) is int:
+        return f"-{node.node.value}", nodes.Const(-node.node.value)
+    if isinstance(node, nodes.Name) and node.ctx == "load":
+        return node.name, nodes.Name(node.name, "load")
+    return None

@@ -105,7 +105,6 @@ def _mark_text(value: Any, piece: int, *values: Any) -> str:
     return _open(piece, *values) + str(value) + END
 
 
-
 # What the instrumented template is given: the globals and the filters, by the names it calls them.
 GLOBALS = {OPEN_NAME: _open, CTX_NAME: _ctx, SOURCE_NAME: _source}
 FILTERS = {MARK_NAME: _mark, MARK_TEXT_NAME: _mark_text, AT_NAME: _at}

@@ -5,12 +5,14 @@ returns the values to show, by name)."""
 
 from __future__ import annotations
 
+import html
+import json
 from dataclasses import replace
 from typing import Any
 
 import gradio as gr
 
-from engine.cases import Case
+from engine.cases import Case, message_shape
 from engine.workspace import Workspace
 
 from .case_form import BOOL_NAMES, CHOICE_NAMES, FORM_FIELDS, TEXT_NAMES, CaseForm, json_text, save_form, slot_plan
@@ -138,27 +140,41 @@ def build_case_picker() -> dict[str, Any]:
     return dict(case_picker=picker)
 
 
+def conversation_box() -> str:
+    """Where the conversation editor goes (app/conversation.js fills it): the switch between it and
+    the JSON view, and the message shape it edits (from the engine), as data."""
+    shape = html.escape(json.dumps(message_shape()), quote=True)
+    return (
+        '<div class="view-switch" role="group" aria-label="Edit the messages as">'
+        '<button type="button" data-view="conversation" aria-pressed="true">Conversation</button>'
+        '<button type="button" data-view="json" aria-pressed="false">JSON</button></div>'
+        f'<div class="conversation" id="conversation" data-shape="{shape}"></div>'
+    )
+
+
 def build_case_panel() -> dict[str, Any]:
-    """The case panel's components, by name (the picker is in the toolbar)."""
+    """The case panel's components, by name (the picker is in the toolbar). The messages are edited
+    as a conversation or as JSON (the `messages` editor, which the conversation writes into, so the
+    server reads one checked value either way)."""
     with gr.Group(elem_classes=["panel"], elem_id="case-panel"):
         gr.HTML('<div class="panel-title">Case <span class="sub">the conversation the prompt is rendered from</span></div>')
-        with gr.Row(equal_height=True):
-            name = gr.Textbox(label="Name", scale=2, elem_id="case-name")
-        with gr.Row():
-            add = gr.Button("+ New", size="sm", elem_id="case-add")
-            duplicate = gr.Button("Duplicate", size="sm", elem_id="case-duplicate")
-            rename = gr.Button("Rename", size="sm", elem_id="case-rename")
-            delete = gr.Button("Delete", size="sm", variant="stop", elem_id="case-delete")
+        with gr.Row(equal_height=False, elem_id="case-actions"):
+            name = gr.Textbox(label="Name", scale=2, min_width=180, elem_id="case-name")
+            add = gr.Button("+ New", size="sm", scale=0, min_width=80, elem_id="case-add")
+            duplicate = gr.Button("Duplicate", size="sm", scale=0, min_width=96, elem_id="case-duplicate")
+            rename = gr.Button("Rename", size="sm", scale=0, min_width=86, elem_id="case-rename")
+            delete = gr.Button("Delete", size="sm", variant="stop", scale=0, min_width=80, elem_id="case-delete")
         description = gr.Markdown(elem_classes=["case-description"])
         form_case = gr.Textbox(visible=False)
+        gr.HTML(conversation_box(), elem_id="conversation-box")
         messages = gr.Code(label="Messages (JSON)", language="json", lines=8, max_lines=24, elem_id="messages-editor")
-        with gr.Row():
-            add_generation_prompt = gr.Checkbox(label="add_generation_prompt", elem_id="kw-add-generation-prompt")
-            continue_final_message = gr.Checkbox(label="continue_final_message", elem_id="kw-continue-final")
         with gr.Row(elem_id="kwarg-controls"):
-            slots = {name: gr.Checkbox(visible=False, elem_id=f"kw-bool-{i}") for i, name in enumerate(BOOL_NAMES)}
-            slots |= {name: gr.Dropdown(visible=False, choices=[], elem_id=f"kw-choice-{i}") for i, name in enumerate(CHOICE_NAMES)}
-            slots |= {name: gr.Textbox(visible=False, elem_id=f"kw-text-{i}") for i, name in enumerate(TEXT_NAMES)}
+            add_generation_prompt = gr.Checkbox(label="add_generation_prompt", elem_id="kw-add-generation-prompt", min_width=220)
+            continue_final_message = gr.Checkbox(label="continue_final_message", elem_id="kw-continue-final", min_width=220)
+            slots = {name: gr.Checkbox(visible=False, elem_id=f"kw-bool-{i}", min_width=220) for i, name in enumerate(BOOL_NAMES)}
+            slots |= {name: gr.Dropdown(visible=False, choices=[], elem_id=f"kw-choice-{i}", min_width=220)
+                      for i, name in enumerate(CHOICE_NAMES)}  # fmt: skip
+            slots |= {name: gr.Textbox(visible=False, elem_id=f"kw-text-{i}", min_width=220) for i, name in enumerate(TEXT_NAMES)}
         with gr.Accordion("Tools, documents, other template kwargs", open=False, elem_id="case-more"):
             tools = gr.Code(label="Tools (JSON list of function schemas; empty for none)", language="json", lines=4, max_lines=20, elem_id="tools-editor")
             documents = gr.Code(label="Documents (JSON list; empty for none)", language="json", lines=2, max_lines=12, elem_id="documents-editor")

@@ -38,6 +38,8 @@ def _row(index: int, result: CheckResult, selected: bool) -> str:
                 f"→ {esc(where)}</button>")  # fmt: skip
     subject = f'<span class="check-subject">{esc(result.subject)}</span>' if result.subject else ""
     cls = f"check-row {esc(result.status)}" + (" selected" if selected else "")
-    return (f'<div class="{cls}" data-index="{index}"><div class="check-head"><span class="check-status">'
+    # Focusable, so a keyboard selects a result as a click does (Enter or Space; checks_panel.PICK_JS).
+    current = ' aria-current="true"' if selected else ""
+    return (f'<div class="{cls}" data-index="{index}" tabindex="0"{current}><div class="check-head"><span class="check-status">'
             f'{esc(result.status)}</span><b class="check-name">{esc(result.name)}</b>{subject}{jump}</div>'
             f'<pre class="check-details">{esc(result.details)}</pre></div>')  # fmt: skip

@@ -26,14 +26,21 @@ NOTE = (
 )
 # The checks render and stream every case and output many times; a minute is far more than they need.
 CHECKS_TIMEOUT = limits.CHECK_SECONDS
-# The list's own script: a click on a result selects it (the server hears its index, for "mark as
-# intended"); a click on its "→ line" button jumps to that line in the editor (app/page.js).
+# The list's own script: a click on a result (or Enter or Space on it) selects it (the server hears
+# its index, for "mark as intended"); its "→ line" button jumps to that line in the editor (app/page.js).
 PICK_JS = """
+element.addEventListener('keydown', (event) => {
+  if ((event.key === 'Enter' || event.key === ' ') && event.target.classList.contains('check-row')) {
+    event.preventDefault();
+    event.target.click();
+  }
+});
 element.addEventListener('click', (event) => {
   const row = event.target.closest('.check-row');
   if (!row) return;
-  for (const r of element.querySelectorAll('.check-row.selected')) r.classList.remove('selected');
+  for (const r of element.querySelectorAll('.check-row.selected')) { r.classList.remove('selected'); r.removeAttribute('aria-current'); }
   row.classList.add('selected');
+  row.setAttribute('aria-current', 'true');
   trigger('click', {index: row.dataset.index});
   const jump = event.target.closest('.check-jump');
   if (jump && window.playgroundJump) {

@@ -1,16 +1,18 @@
 """"Draft from the chat template", by the response template editor: the engine drafts a response
 template from the chat template (`engine.draft`); the page shows it as a diff against the current
 response template with the per-field report, and puts it in the editor only when the author
-applies it. Undo puts the previous text back, byte for byte."""
+applies it. Undo puts the previous text back, byte for byte. The format picker
+(`app/format_panel.py`) proposes, applies and undoes through the same functions."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import gradio as gr
 
+from engine import limits
 from engine.draft import Draft
+from engine.inputs import load_json
 from engine.hub.files import FileChange
 
 from .highlight import diagnostics_html, esc
@@ -32,7 +34,7 @@ def build_draft_panel() -> dict[str, Any]:
     """The button, the review box (diff, report, apply / discard) and undo, by name."""
     with gr.Row(elem_id="draft-row"):
         button = gr.Button("Draft from the chat template", size="sm", elem_id="draft-button")
-        undo = gr.Button("Undo the draft", size="sm", visible=False, elem_id="draft-undo")
+        undo = gr.Button("Undo", size="sm", visible=False, elem_id="draft-undo")
     status = gr.HTML(elem_id="draft-status")
     with gr.Column(visible=False, elem_id="draft-box", elem_classes=["draft-box"]) as box:
         gr.HTML('<div class="draft-title">The draft against your response template. Nothing changes until you apply it.</div>')
@@ -50,14 +52,11 @@ def draft_response(session: Session, chat_template: str, response_template: str,
     sync(session, chat_template, response_template, form_case, form)
     workspace = session.workspace
     draft = workspace.draft_response_template(timeout=DRAFT_TIMEOUT)
-    same = draft.response_template is not None and _data(workspace.response_template) == draft.response_template
-    session.draft = draft.text if draft.text and not same else None
-    if not draft.text:
-        shown = '<div class="diff-empty">No draft: the chat template shows no field the draft could read (see below).</div>'
-    elif same:
-        shown = '<div class="diff-empty">No changes: the draft is your response template.</div>'
+    if draft.text:
+        shown, changes = proposal_diff(workspace.response_template, draft.text, "the draft")
     else:
-        shown = diff_html(FileChange("response_template.json", workspace.response_template.encode(), draft.text.encode()).diff)
+        shown, changes = '<div class="diff-empty">No draft: the chat template shows no field the draft could read (see below).</div>', False
+    session.draft = draft.text if changes else None
     return {
         "draft_box": gr.update(visible=True),
         "draft_diff": shown,
@@ -67,22 +66,39 @@ def draft_response(session: Session, chat_template: str, response_template: str,
     }
 
 
+def proposal_diff(current: str, proposed: str, what: str) -> tuple[str, bool]:
+    """A proposed response template (a draft, a library format) as a diff against the editor's
+    text, and whether applying it changes anything: equal as data is no change."""
+    if len(current) > limits.MAX_RESPONSE_TEMPLATE_CHARS:  # a visitor's text: not diffed beyond the editor's limit
+        return (f'<div class="diff-empty">Your response template is over {limits.MAX_RESPONSE_TEMPLATE_CHARS:,} characters, '
+                f"too long to compare: applying {esc(what)} replaces it.</div>"), True
+    data = _data(proposed)
+    if data is not None and _data(current) == data:
+        return f'<div class="diff-empty">No changes: {esc(what)} is your response template.</div>', False
+    return diff_html(FileChange("response_template.json", current.encode(), proposed.encode()).diff), True
+
+
 def _data(text: str) -> object:
-    """The response template as data (None when it is not JSON): a draft equal to it as data is no change."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
+    """The response template as data (None when it is not JSON, or too long or deep to read: the
+    editor's text is the visitor's): a proposal equal to it as data is no change."""
+    data, problems = load_json(text, "response_template", "response template", limits.MAX_RESPONSE_TEMPLATE_CHARS)
+    return None if problems else data
 
 
 def apply_draft(session: Session, response_template: str) -> dict[str, Any]:
     """"Apply": the draft goes into the editor; the text it replaces is kept for undo."""
     if session.draft is None:
         return {"draft_status": '<div class="status-note">Nothing to apply: draft first.</div>'}
-    session.draft_undo = response_template if response_template is not None else ""
     text, session.draft = session.draft, None
-    return _in_editor(session, text, undo=True,
-                      note="The draft is in the editor. “Undo the draft” puts your previous response template back.")
+    return apply_text(session, response_template, text,
+                      "The draft is in the editor. “Undo” puts your previous response template back.")
+
+
+def apply_text(session: Session, response_template: str | None, text: str, note: str) -> dict[str, Any]:
+    """Put a proposed response template (a draft, a library format) in the editor; the editor's
+    text it replaces is kept for Undo."""
+    session.draft_undo = response_template if response_template is not None else ""
+    return _in_editor(session, text, undo=True, note=note)
 
 
 def undo_draft(session: Session) -> dict[str, Any]:
@@ -110,6 +126,29 @@ def discard_draft(session: Session) -> dict[str, Any]:
             "draft_status": ""}  # fmt: skip
 
 
+def _library_rows(draft: Draft) -> list[str]:
+    """The library format the calls come from, the history/instructions disagreement with both texts
+    side by side, and what the spec cannot say."""
+    rows = []
+    if draft.format is not None:
+        rows.append(f'<div class="draft-format">From the format library: <b>{esc(draft.format.name)}</b> '
+                    f'({esc(draft.format.title)}); {esc("; ".join(draft.format.how))}.</div>')  # fmt: skip
+    found = draft.disagreement
+    if found is not None:
+        rows.append(
+            '<div class="draft-disagreement"><b>The history writes calls unlike what the model is told</b> (a bug in '
+            f'the chat template; the draft follows the instructions): {found.parsed[0]} of {found.parsed[1]} history '
+            'probes with calls parse with the format the instructions describe.<div class="draft-sides">'
+            f'<div>What the model is told to write<pre>{esc(found.told)}</pre></div>'
+            f'<div>What the history writes ({esc(found.probe)})<pre>{esc(found.history)}</pre></div></div></div>'
+        )
+    limits = [*(draft.format.limits if draft.format else []), *draft.limits]
+    if limits:
+        items = "".join(f"<li>{esc(limit)}</li>" for limit in dict.fromkeys(limits))
+        rows.append(f'<div class="draft-limits">What the response-template spec cannot say here:<ul class="draft-notes">{items}</ul></div>')
+    return rows
+
+
 def report_html(draft: Draft) -> str:
     """Per field: verified / not verified / not inferable, what was read or why not, and the notes;
     then the checks on the probes and any diagnostics."""
@@ -123,6 +162,7 @@ def report_html(draft: Draft) -> str:
             + (f'<ul class="draft-notes">{notes}</ul>' if notes else "")
             + "</div>"
         )
+    rows += _library_rows(draft)
     if draft.checks:
         counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
         worst = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"

@@ -1,6 +1,7 @@
 """The two editors, one above the other: the chat template (Jinja) and the response template (JSON), each
 with its diagnostics underneath (line and column), updated as the author types; under the response
-template, drafting it from the chat template (app/draft_panel.py)."""
+template, drafting it from the chat template (app/draft_panel.py) or starting from a library format
+(app/format_panel.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from .draft_panel import build_draft_panel
+from .format_panel import build_format_panel
 from .widgets import exact_code
 
 CHAT_HELP = (
@@ -34,5 +36,6 @@ def build_editors() -> dict[str, Any]:
                               wrap_lines=True, buttons=["copy", "download"])  # fmt: skip
         response_diagnostics = gr.HTML(elem_id="response-diagnostics", elem_classes=["diag-box"])
         drafting = build_draft_panel()
+        formats = build_format_panel()
     return dict(chat_template=chat, chat_diagnostics=chat_diagnostics, response_template=response,
-                response_diagnostics=response_diagnostics, **drafting)
+                response_diagnostics=response_diagnostics, **drafting, **formats)

@@ -90,13 +90,14 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
         parts.append(f'<span class="msg">{esc(d.message)}</span>')
         body = " ".join(parts)
         if d.snippet is not None:
-            caret = ""
-            if d.column is not None:
-                caret = "\n" + " " * (d.column - 1) + "^"
+            caret = "\n" + d.caret if d.caret else ""
             body += f'<pre class="snippet">{esc(d.snippet)}{caret}</pre>'
         if d.hint:
             body += f'<div class="hint">{esc(d.hint)}</div>'
-        rows.append(f'<div class="diag {esc(d.severity)}" data-line="{d.line or ""}">{body}</div>')
+        # The editor marks the line, and the token's columns when the diagnostic names them (page.js).
+        place = f'data-line="{d.line or ""}"' + (f' data-column="{d.column}"' if d.column else "") + (
+            f' data-end-column="{d.end_column}"' if d.end_column else "")
+        rows.append(f'<div class="diag {esc(d.severity)}" {place}>{body}</div>')
     return '<div class="diags">' + "".join(rows) + "</div>"
 
 

@@ -27,6 +27,7 @@ from engine.workspace import Workspace
 
 from . import case_panel as cases
 from . import draft_panel as drafts
+from . import format_panel as formats
 from . import run_panel as runs
 from . import token_panel as tokens
 from .case_form import FORM_FIELDS, CaseForm, save_form
@@ -49,9 +50,10 @@ from .workbench import (build_prompt_view, edit_case, edit_chat_template, edit_r
 
 ASSETS = Path(__file__).resolve().parent
 CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
-# The page's scripts, each a function of its own (provenance.js: where each character came from).
+# The page's scripts, each a function run once the page is drawn: the page's own behaviour, then the
+# conversation editor (which uses the page's helpers), then provenance (where each character came from).
 JS = "() => {\n" + "".join(f"({(ASSETS / name).read_text(encoding='utf-8').strip()})();\n"
-                            for name in ("page.js", "provenance.js")) + "}"
+                          for name in ("page.js", "conversation.js", "provenance.js")) + "}"
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",
@@ -60,7 +62,15 @@ THEME = gr.themes.Soft(
     font_mono=["JetBrains Mono", "ui-monospace", "SFMono-Regular", "Menlo", "Consolas", "monospace"],
     spacing_size="sm",  # compact: the whole edit → prompt → run → output loop fits one laptop screen
 ).set(layout_gap="8px", block_padding="4px 8px", block_label_margin="0", block_label_padding="0 6px",
-      block_label_text_size="0.78rem", section_header_text_size="0.85rem")
+      block_label_text_size="0.78rem", section_header_text_size="0.85rem",
+      # Contrast (WCAG AA, 4.5:1 for text; axe-core checks it in the browser tests): Soft's labels
+      # (indigo 500 on indigo 100), its grey help text and placeholders (slate 400) and its primary
+      # button (white on indigo 500) fall short; one shade darker (lighter on dark) meets it.
+      block_label_text_color="*primary_700", block_title_text_color="*primary_700",
+      body_text_color_subdued="*neutral_600", body_text_color_subdued_dark="*neutral_300",
+      input_placeholder_color="*neutral_500", input_placeholder_color_dark="*neutral_400",
+      button_primary_background_fill="*primary_600", button_primary_background_fill_hover="*primary_700",
+      button_primary_background_fill_dark="*primary_600", button_primary_background_fill_hover_dark="*primary_700")
 # Blocks(css=, theme=) moved to launch() in Gradio 6: app.py (and the tests) pass these.
 # Uploads are template files (a few kB; a tokenizer_config.json with a large vocabulary, a few MB) and
 # tokenizer.json files (Gemma 3's is 33 MB; engine.limits.MAX_TOKENIZER_BYTES is the bound).
@@ -78,7 +88,7 @@ REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics
                    "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
-        "publish_repo", "publish_revision", *runs.RUN_VIEWS)  # fmt: skip
+        "publish_repo", "publish_revision", *runs.RUN_VIEWS, *tokens.SPECIAL_SHOWN)  # fmt: skip
 # ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
 WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS)
 # What a case action updates.
@@ -164,6 +174,7 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
         **runs.cleared_run(session),
+        **tokens.special_tokens_shown(session),
     }
 
 
@@ -185,6 +196,7 @@ def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace
     workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
 
 
@@ -193,6 +205,7 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
     workspace, problems = from_files(session.workspace, paths)
     if workspace is None:
         return {"status": status_html(problems)}
+    tokens.keep_tokenizer_tokens(session, workspace)
     return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
 
 
@@ -256,15 +269,20 @@ def pick_recording(session: Session, recording: str, form_case: str, **form: Any
 
 
 START_HERE = (
-    '<div class="start-here" id="start-here"><b>Start here:</b> pick a preset, edit either template (the prompt '
-    "updates as you type), press <b>▶ Run</b>, and read the output region by region. "
-    '<button class="start-here-close" title="Hide this line">×</button></div>'
+    '<div class="start-here" id="start-here"><span><b>Start here:</b> pick a preset, edit either template (the prompt '
+    "updates as you type), press <b>▶ Run</b> (Ctrl+Enter), and read the output region by region.</span>"
+    '<button class="start-here-close" title="Hide this line" aria-label="Hide this line">×</button></div>'
 )
 # On a phone the two editors share one place: this switch shows one at a time.
 EDITOR_SWITCH = (
-    '<div class="editor-switch"><button data-show="chat" class="active">Chat template</button>'
-    '<button data-show="response">Response template</button></div>'
+    '<div class="editor-switch" role="group" aria-label="Editor shown"><button data-show="chat" '
+    'aria-pressed="true">Chat template</button><button data-show="response" aria-pressed="false">Response template</button></div>'
 )
+# Presentation mode (for a classroom's projector): larger type and only the teaching flow; the page's
+# script toggles it, and `?present=1` in the address opens the page in it.
+PRESENT_TOGGLE = ('<button id="present-toggle" class="present-toggle" aria-pressed="false" title="Presentation mode: '
+                  'larger type, only conversation → prompt → output → parsed message (or open the page with '
+                  '?present=1)">▣ Present</button>')
 
 
 def build() -> gr.Blocks:
@@ -284,7 +302,7 @@ def build() -> gr.Blocks:
             # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
             # takes no room from the workbench.
             ui.add(status=gr.HTML(elem_id="top-status", min_width=120))
-            with gr.Accordion("Load from the Hub, or files", open=False, elem_id="load-accordion"):
+            with gr.Accordion("Load from Hub or files", open=False, elem_id="load-accordion"):
                 with gr.Row():
                     label = "Repo id or local folder" if policy().allow_paths else "Repo id"
                     repo = gr.Textbox(label=label, placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
@@ -294,6 +312,7 @@ def build() -> gr.Blocks:
                                 file_count="multiple", file_types=[".jinja", ".json"], elem_id="file-upload")  # fmt: skip
             with gr.Accordion("About this format", open=False, elem_id="notes-accordion"):
                 notes = gr.HTML(elem_id="preset-notes")
+            gr.HTML(PRESENT_TOGGLE, elem_id="present-box", min_width=0)
             with gr.Column(elem_id="share-box", min_width=230):
                 with gr.Row(equal_height=True):
                     share_button = gr.Button("Share link", elem_id="share-button", scale=0, min_width=100, size="sm")
@@ -309,21 +328,25 @@ def build() -> gr.Blocks:
 
         with gr.Tabs(elem_id="tabs"):
             with gr.Tab("Playground", id="playground"):
+                # Each template beside what it makes: the chat template beside the prompt, the response
+                # template beside the output (style.css lays the four out as a grid).
                 with gr.Row(equal_height=False, elem_id="workbench"):
                     with gr.Column(elem_id="editors-area", min_width=300):
                         gr.HTML(EDITOR_SWITCH, elem_id="editor-switch-box")
                         ui.add(**build_editors())
+                    # Presentation mode shows the conversation here (app/conversation.js moves its view in).
+                    gr.HTML('<div class="panel-title">Conversation</div><div class="present-slot"></div>',
+                            elem_id="present-conversation", elem_classes=["panel"])
                     with gr.Column(elem_id="prompt-area", min_width=300):
                         ui.add(**build_prompt_panel())
                     with gr.Column(elem_id="output-area", min_width=300):
                         ui.add(**runs.build_output_panel())
                 with gr.Row(equal_height=False, elem_id="details-row"):
-                    with gr.Column(scale=2, min_width=320):
+                    with gr.Column(scale=3, min_width=320, elem_id="case-area"):
                         ui.add(**cases.build_case_panel())
-                    with gr.Column(scale=2, min_width=300):
+                    with gr.Column(scale=2, min_width=300, elem_id="side-area"):
                         ui.add(**runs.build_run_options())
                         ui.add(**tokens.build_token_controls())
-                    with gr.Column(scale=3, min_width=320):
                         ui.add(**runs.build_events())
                 with gr.Group(elem_classes=["panel"], elem_id="step-panel"):
                     ui.add(step_view=build_step_view(ui["step"]))
@@ -372,13 +395,17 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     ui.on(ui["show_tokens"].input, toggle_tokens, ["session", "show_tokens", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     # A tokenizer for this session: then the prompt shows (and counts) its tokens.
+    # Its special tokens become the templates' (the field shows them; editing it overrides them).
+    loaded = ["tokenizer_status", *tokens.SPECIAL_SHOWN]
     then_refresh(ui.on(ui["tokenizer_hub"].click, tokens.load_from_hub, ["session", "tokenizer_repo", "hub_revision"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_upload"].upload, tokens.load_from_upload, ["session", "tokenizer_upload"],
-                       ["tokenizer_status"], concurrency_limit=4))
+                       loaded, concurrency_limit=4))
     then_refresh(ui.on(ui["tokenizer_folder_load"].click, tokens.load_from_folder, ["session", "tokenizer_folder"],
-                       ["tokenizer_status"], concurrency_limit=4))
-    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], ["tokenizer_status"]))
+                       loaded, concurrency_limit=4))
+    then_refresh(ui.on(ui["tokenizer_model"].click, tokens.use_model, ["session"], loaded))
+    then_refresh(ui.on(ui["special_tokens"].input, tokens.edit_special_tokens, ["session", "special_tokens"],
+                       ["special_tokens_diagnostics"], trigger_mode="always_last", **quiet))
 
     case_state = ["session", "form_case", *FORM_FIELDS]
     then_refresh(ui.on(ui["case_picker"].select, cases.select_case, [*case_state, "case_picker"], CASE_SHOWN, **quiet))
@@ -407,6 +434,16 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["draft_apply"].click, drafts.apply_draft, ["session", "response_template"], drafts.APPLIED))
     then_refresh(ui.on(ui["draft_undo"].click, drafts.undo_draft, ["session"], drafts.APPLIED))
     ui.on(ui["draft_discard"].click, drafts.discard_draft, ["session"], drafts.SHOWN, **quiet)
+    # The format library: the search filters the picker; a pick is reviewed as a diff, applied (and
+    # undone) as a draft is; its examples can become recordings.
+    ui.on(ui["format_search"].input, formats.search_formats, ["format_search"], ["format_picker", "format_status"],
+          trigger_mode="always_last", **quiet)
+    ui.on(ui["format_picker"].select, formats.pick_format, [*EDITED, "format_picker"], formats.SHOWN, **quiet)
+    then_refresh(ui.on(ui["format_apply"].click, formats.apply_format, ["session", "response_template", "format_picker"],
+                       formats.APPLIED))
+    then_refresh(ui.on(ui["format_examples"].click, formats.add_examples, [*EDITED, "format_picker"], formats.EXAMPLES_SHOWN,
+                       **quiet))
+    ui.on(ui["format_discard"].click, formats.discard_format, [], formats.SHOWN, **quiet)
 
     # Checks take a render worker for up to a minute: at most two at once, so renders always find one.
     ui.on(ui["checks_run"].click, run_all_checks, EDITED,

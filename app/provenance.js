@@ -22,10 +22,7 @@
     return cache[name].value;
   }
   const promptText = () => document.querySelector('#prompt-view .prompt-text');
-  function editor(id) {
-    const content = document.querySelector(`#${id} .cm-content`);
-    return content && content.cmTile && content.cmTile.view;  // CodeMirror's EditorView, when reachable
-  }
+  const editor = (id) => window.playgroundEditorView(document.getElementById(id));
   function lineOf(view, el) {
     try { return view.state.doc.lineAt(view.posAtDOM(el)).number; } catch (e) { return null; }
   }
@@ -110,6 +107,12 @@
     }
     return [];
   }
+  function markCard(index) {
+    // The message's card in the conversation editor (app/conversation.js), shown instead of the JSON.
+    for (const card of document.querySelectorAll('#conversation [data-message]')) {
+      card.classList.toggle('pv-msg', card.dataset.message === String(index));
+    }
+  }
   function messageRole(index) {
     const view = editor('messages-editor');
     try { return JSON.parse(view.state.doc.toString())[index].role; } catch (e) { return null; }
@@ -166,6 +169,7 @@
     mark('chat-editor', 'pv-call', p[6]);
     const lines = messageLines(p[4]);
     mark('messages-editor', 'pv-msg', lines);
+    markCard(p[4]);
     reveal('chat-editor', p[0]);
     reveal('messages-editor', lines[0]);
     readout(describe(p), el);
@@ -175,6 +179,7 @@
     mark('chat-editor', 'pv-line', []);
     mark('chat-editor', 'pv-call', []);
     mark('messages-editor', 'pv-msg', []);
+    markCard(-1);
     readout('');
   }
   document.addEventListener('mouseover', (event) => {
@@ -244,27 +249,17 @@
     try { window.localStorage.setItem(BY_MESSAGE, event.target.checked ? '1' : ''); } catch (e) {}
   });
 
-  // Redraws: CodeMirror redraws lines as it scrolls; a refresh replaces the prompt; panels come back.
-  const observer = new MutationObserver((records) => {
-    const changed = new Set();
-    for (const r of records) {
-      const el = r.target.nodeType === 1 ? r.target : r.target.parentElement;
-      const root = el && el.closest('#chat-editor, #messages-editor, #response-editor, #prompt-view');
-      if (root) changed.add(root.id);
-    }
-    for (const id of changed) if (id !== 'prompt-view') paint(id);
-    if (changed.has('prompt-view')) {  // a new prompt: what the cursor's line wrote, again
+  // After every change of the page (the page's one observer, app/page.js): CodeMirror redraws lines
+  // as it scrolls, a refresh replaces the prompt (or only its attributes), panels come back.
+  let shownPieces = null;
+  window.playgroundAfterChange(() => {
+    for (const id of ['chat-editor', 'messages-editor', 'response-editor']) paint(id);
+    const text = promptText();
+    const pieces = text ? text.dataset.pieces || '' : null;
+    if (pieces !== shownPieces) {  // a new prompt: what the cursor's line wrote, again
+      shownPieces = pieces;
       pinned = null;
       if (cursorLine) hit(cursorLine);
-    }
-  });
-  function watch() {
-    for (const id of ['chat-editor', 'messages-editor', 'response-editor', 'prompt-view']) {
-      const el = document.getElementById(id);
-      if (el && !el.dataset.pvWatched) {
-        el.dataset.pvWatched = '1';
-        observer.observe(el, { childList: true, subtree: true, characterData: true });
-      }
     }
     const box = document.getElementById('pv-by-message');
     if (box && !box.dataset.pvSet) {  // this browser's choice, once the switch is on the page
@@ -273,7 +268,5 @@
       try { saved = !!window.localStorage.getItem(BY_MESSAGE); } catch (e) {}
       byMessage(saved);
     }
-  }
-  watch();
-  setInterval(watch, 1000);
+  });
 }

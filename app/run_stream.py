@@ -19,6 +19,7 @@ from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
 from engine.response_spec import load_response_spec
 from engine.runners import Activity, LocalRunner, RunnerError, build_runner
+from engine.tokens import special_tokens_text
 from engine.trace import Trace
 from engine.workspace import PASTED, RUNNERS, RunSettings, Workspace
 
@@ -35,7 +36,8 @@ UPDATES_PER_SECOND = 15
 SETTINGS = ("runner", "recording", "pasted", "tokens_per_second", "model", "max_new_tokens", "temperature", "top_p",
             "seed", "remote_url", "remote_model")  # fmt: skip
 # What a run updates, by name.
-OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "step_view", "run", "stop", "run_note")
+OUTPUTS = ("stream", "legend", "stats", "run_diagnostics", "message", "events", "step", "step_view", "run", "stop", "run_note",
+           "special_tokens")
 
 
 def read_settings(**values: Any) -> RunSettings:
@@ -69,6 +71,7 @@ class RunUpdate:
     step: Any = None  # a gr.update for the step-through slider
     step_view: str | None = None
     running: bool | None = None
+    special_tokens: str | None = None  # the field, when the model's tokenizer brought other special tokens
 
     @classmethod
     def shown(cls, updates: Iterable[RunUpdate]) -> RunUpdate:
@@ -83,7 +86,8 @@ class RunUpdate:
     def outputs(self) -> dict[str, Any]:
         """The update by output name (`OUTPUTS`); views it leaves alone are not in it."""
         values = {"stream": self.stream, "legend": self.legend, "stats": self.stats, "run_diagnostics": self.diagnostics,
-                  "message": self.message, "events": self.events, "step": self.step, "step_view": self.step_view}  # fmt: skip
+                  "message": self.message, "events": self.events, "step": self.step, "step_view": self.step_view,
+                  "special_tokens": self.special_tokens}  # fmt: skip
         out = {name: value for name, value in values.items() if value is not None}
         if self.stream is not None:
             out["run_note"] = ""  # a new run is no longer stale
@@ -264,12 +268,16 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         step = trace.finalize()
     events.add(step.events)
     problems += runner.diagnostics
+    brought = None
     if isinstance(runner, LocalRunner) and runner.tokenizer is not None:
         # This visitor's model now splits their replays and shows their prompt's tokens (unless they
         # loaded another tokenizer themselves).
         session.model_tokenizer = (settings.model, runner.tokenizer)
-        if session.tokenizer is None:
+        if session.tokenizer is None:  # its special tokens become the templates' for the next render
+            before = dict(session.workspace.special_tokens)
             session.use_model_tokenizer()
+            if session.workspace.special_tokens != before:
+                brought = special_tokens_text(session.workspace.special_tokens)
     stream = _stream_value(view, trace, classes, prefix, errors_shown)
     expected_note = _expected_note(workspace, settings, trace.message, stopped)
     session.last_run = LastRun(prompt, case.tools, dict(loaded.spec or {}), chunks, tokens, seconds, ran_with,
@@ -286,7 +294,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         stats=_stats_html(settings, tokens[-1] if tokens else 0, seconds[-1] if seconds else 0, first_region, len(chunks), events.count, state) + expected_note,
         diagnostics=diagnostics_html(problems + trace.diagnostics, "Parsed without problems."),
         step=gr.update(visible=bool(chunks), minimum=0, maximum=len(chunks) + 1, value=len(chunks) + 1, step=1),
-        step_view=ready_html(len(chunks)) if chunks else STEP_EMPTY, running=False,
+        step_view=ready_html(len(chunks)) if chunks else STEP_EMPTY, running=False, special_tokens=brought,
     )  # fmt: skip
 
 

@@ -185,8 +185,16 @@ class Session:
 
         loaded, problems = from_model(self.model_tokenizer[1], self.model_tokenizer[0])
         if loaded is not None:
-            self.tokenizer = loaded
+            self.set_tokenizer(loaded)
         return problems
+
+    def set_tokenizer(self, loaded: Any) -> None:
+        """Make `loaded` (engine.tokens.LoadedTokenizer) this session's tokenizer: its special tokens
+        become what the templates render with, as a Hub load's would (engine.tokens.special)."""
+        from engine.tokens import special_tokens_for
+
+        self.tokenizer = loaded
+        self.workspace.special_tokens = special_tokens_for(loaded.files.special_tokens, self.workspace.special_tokens)
 
     def run_is_stale(self) -> bool:
         """Whether the last run belongs to other templates or another case than the workspace's now."""

@@ -12,7 +12,8 @@ import gradio as gr
 
 from engine.diagnostics import Diagnostic
 from engine.public import policy
-from engine.tokens import TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens
+from engine.tokens import (TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens,
+                           read_special_tokens, special_tokens_for, special_tokens_text)
 
 from .highlight import diagnostics_html, esc, visible_ws
 from .state import Session
@@ -41,14 +42,45 @@ def build_token_controls() -> dict[str, Any]:
             folder = gr.Textbox(label="Local folder or tokenizer.json", elem_id="tokenizer-folder", scale=3)
             folder_button = gr.Button("Load folder", elem_id="tokenizer-folder-load", scale=1, size="sm")
         model = gr.Button("Use the tokenizer of the model I ran", elem_id="tokenizer-model", size="sm")
+        special = gr.Code(language="json", lines=3, max_lines=8, label=SPECIAL_LABEL, elem_id="special-tokens")
+        special_diagnostics = gr.HTML(elem_id="special-tokens-diagnostics", elem_classes=["diag-box"])
     return dict(tokenizer_status=status, tokenizer_repo=repo, tokenizer_hub=hub, tokenizer_upload=upload,
-                tokenizer_folder=folder, tokenizer_folder_load=folder_button, tokenizer_model=model)
+                tokenizer_folder=folder, tokenizer_folder_load=folder_button, tokenizer_model=model,
+                special_tokens=special, special_tokens_diagnostics=special_diagnostics)
+
+
+# The special tokens field and what it says, as a workspace or a tokenizer load shows them.
+SPECIAL_SHOWN = ("special_tokens", "special_tokens_diagnostics")
+SPECIAL_LABEL = ("Special tokens the templates render with (bos_token, eos_token, …): a loaded tokenizer's own; "
+                 "edit to override")
 
 
 def _loaded(session: Session, loaded: Any, problems: list[Diagnostic]) -> dict[str, Any]:
     if loaded is not None:
-        session.tokenizer = loaded
-    return {"tokenizer_status": status_html(session, problems)}
+        session.set_tokenizer(loaded)  # its special tokens are the templates' now
+    return {"tokenizer_status": status_html(session, problems), **special_tokens_shown(session)}
+
+
+def keep_tokenizer_tokens(session: Session, workspace: Any) -> None:
+    """Templates loaded while this session has a tokenizer: its special tokens still win over those
+    the template files declare (engine.tokens.special's rule, as when the tokenizer was loaded)."""
+    if session.tokenizer is not None:
+        workspace.special_tokens = special_tokens_for(session.tokenizer.files.special_tokens, workspace.special_tokens)
+
+
+def special_tokens_shown(session: Session) -> dict[str, Any]:
+    """The special tokens field, as the workspace has them."""
+    return {"special_tokens": special_tokens_text(session.workspace.special_tokens), "special_tokens_diagnostics": ""}
+
+
+def edit_special_tokens(session: Session, special_tokens: str) -> dict[str, Any]:
+    """The author typed the special tokens: they are what the templates render with, until a
+    tokenizer is loaded again (`refresh` shows the prompt with them)."""
+    session.touch()
+    tokens, problems = read_special_tokens(special_tokens if isinstance(special_tokens, str) else "")
+    if tokens is not None:
+        session.workspace.special_tokens = tokens
+    return {"special_tokens_diagnostics": diagnostics_html(problems) if problems else ""}
 
 
 def status_html(session: Session, problems: list[Diagnostic] | None = None) -> str:
@@ -90,7 +122,7 @@ def load_from_folder(session: Session, tokenizer_folder: str) -> dict[str, Any]:
 def use_model(session: Session) -> dict[str, Any]:
     session.touch()
     problems = session.use_model_tokenizer()
-    return {"tokenizer_status": status_html(session, problems)}
+    return {"tokenizer_status": status_html(session, problems), **special_tokens_shown(session)}
 
 
 def session_tokens(session: Session, prompt: str, generation_spans: list, generation_start: int | None,

@@ -6,6 +6,25 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .render import RenderResult, generation_start_in, render
+from .transformers_compat import REASONING_FIELDS
+
+# What a message holds, as a conversation is edited (the page's conversation editor shows these;
+# any other key a message has is kept as it is). Roles: the ones chat templates branch on.
+ROLES = ("system", "developer", "user", "assistant", "tool")
+# Content parts (`content` as a list): each type and the keys that may hold it, in the order
+# transformers' processors look for them (`ProcessorMixin.apply_chat_template`).
+CONTENT_PARTS = {
+    "text": ("text",),
+    "image": ("url", "path", "base64", "image"),
+    "audio": ("url", "path", "audio"),
+    "video": ("url", "path", "video"),
+}
+
+
+def message_shape() -> dict[str, Any]:
+    """The shape of a message, as data for an editor: roles, the reasoning field names transformers
+    reads as one (the first is the one to write), content part types and their keys."""
+    return {"roles": list(ROLES), "reasoning": list(REASONING_FIELDS), "parts": {k: list(v) for k, v in CONTENT_PARTS.items()}}
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """`python -m engine …`: the command line, also how other tools and our own checks drive the engine.
 
-Each subcommand lives in `engine/commands/<name>.py` with `register(subparsers)`; exit codes:
+Each subcommand lives in `engine/commands/<name>.py` with `register(subparsers)` (modules named
+`_<name>.py` there are the commands' shared helpers); exit codes:
 0 success, 1 the input has errors (diagnostics printed), 2 bad usage."""
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from . import commands
 from .commands import UsageError
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
-ORDER = ["render", "trace", "run", "check", "draft", "publish"]
+ORDER = ["render", "trace", "run", "check", "draft", "formats", "publish"]
 
 
 def command_names() -> list[str]:
-    found = [m.name for m in pkgutil.iter_modules(commands.__path__)]
+    found = [m.name for m in pkgutil.iter_modules(commands.__path__) if not m.name.startswith("_")]
     return sorted(found, key=lambda n: (ORDER.index(n) if n in ORDER else len(ORDER), n))
 
 

@@ -17,7 +17,10 @@ Source = Literal["chat_template", "response_template", "case", "output", "runner
 class Diagnostic:
     """One problem, located as precisely as we can: 1-based line and column in its source text,
     the offending line as a snippet, and a hint that says how to fix it. `span` is a character
-    range in the model output for problems found while tracing (the region that failed)."""
+    range in the model output for problems found while tracing (the region that failed).
+    `end_column` is the column just after the offending token, when the problem is one token (an
+    unknown filter's name), so an editor can mark exactly it. `file` names the file of a model
+    folder the line is in, when that is not the source's own editor (`tokenizer_config.json`)."""
 
     severity: Severity
     message: str
@@ -27,12 +30,22 @@ class Diagnostic:
     snippet: str | None = None
     hint: str | None = None
     span: tuple[int, int] | None = None
+    end_column: int | None = None
+    file: str | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)
         if self.span is not None:
             data["span"] = list(self.span)
         return data
+
+    @property
+    def caret(self) -> str | None:
+        """The line under the snippet that marks the place: `^` under each character of the token."""
+        if self.column is None:
+            return None
+        width = self.end_column - self.column if self.end_column and self.end_column > self.column else 1
+        return " " * (self.column - 1) + "^" * width
 
     def __str__(self) -> str:
         where = ""

@@ -21,21 +21,21 @@ PRESETS_DIR = Path(__file__).resolve().parent.parent / "presets"
 ORDER = ["smollm3", "qwen3", "gpt-oss", "command-r7b", "blank"]
 
 
-def _frozen(value: Any) -> Any:
+def frozen(value: Any) -> Any:
     """`value` with every dict read-only and every list a tuple, all the way down."""
     if isinstance(value, dict):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
+        return MappingProxyType({k: frozen(v) for k, v in value.items()})
     if isinstance(value, list):
-        return tuple(_frozen(v) for v in value)
+        return tuple(frozen(v) for v in value)
     return value
 
 
-def _thawed(value: Any) -> Any:
-    """A plain, mutable copy of `_frozen` data (what a caller may edit)."""
+def thawed(value: Any) -> Any:
+    """A plain, mutable copy of `frozen` data (what a caller may edit)."""
     if isinstance(value, Mapping):
-        return {k: _thawed(v) for k, v in value.items()}
+        return {k: thawed(v) for k, v in value.items()}
     if isinstance(value, tuple):
-        return [_thawed(v) for v in value]
+        return [thawed(v) for v in value]
     return value
 
 
@@ -74,12 +74,12 @@ class Preset:
     @property
     def cases(self) -> list[Case]:
         """The preset's cases, as fresh objects the caller owns."""
-        return [Case.from_dict(_thawed(c)) for c in self._cases]
+        return [Case.from_dict(thawed(c)) for c in self._cases]
 
     @property
     def recordings(self) -> list[Recording]:
         """The preset's recordings, as fresh objects the caller owns."""
-        return [Recording.from_dict(_thawed(r)) for r in self._recordings]
+        return [Recording.from_dict(thawed(r)) for r in self._recordings]
 
     def case(self, name: str) -> Case:
         for case in self.cases:
@@ -95,7 +95,7 @@ class Preset:
 
     def kwarg_specs(self) -> dict[str, dict]:
         """The declared template kwargs, as plain data the caller owns."""
-        return _thawed(self.template_kwargs)
+        return thawed(self.template_kwargs)
 
     def intended_differences(self) -> dict[str, str]:
         """Every field the chat template drops on purpose (from the last turn or only from earlier
@@ -125,10 +125,10 @@ def load_preset(name: str) -> Preset:
     folder = PRESETS_DIR / name
     if name not in preset_names():
         raise KeyError(f"No preset {name!r}. Presets: {preset_names()}")
-    meta = _read_json(folder / "preset.json")
-    cases = _read_json(folder / "cases.json")["cases"]
+    meta = read_json_file(folder / "preset.json")
+    cases = read_json_file(folder / "cases.json")["cases"]
     recordings_file = folder / "recordings.json"
-    recordings = _read_json(recordings_file)["recordings"] if recordings_file.is_file() else []
+    recordings = read_json_file(recordings_file)["recordings"] if recordings_file.is_file() else []
     # Build each once now, so a broken case or recording fails the load, not a later caller.
     for item in cases:
         Case.from_dict(copy.deepcopy(item))
@@ -140,22 +140,22 @@ def load_preset(name: str) -> Preset:
         checkpoints=tuple(meta.get("checkpoints", [])),
         chat_template=(folder / "chat_template.jinja").read_text(encoding="utf-8"),
         response_template=(folder / "response_template.json").read_text(encoding="utf-8"),
-        special_tokens=_frozen(meta.get("special_tokens", {})),
+        special_tokens=frozen(meta.get("special_tokens", {})),
         stop_tokens=tuple(meta.get("stop_tokens", [])),
-        template_kwargs=_frozen(meta.get("template_kwargs", {})),
-        generation=_frozen(meta.get("generation", {})),
+        template_kwargs=frozen(meta.get("template_kwargs", {})),
+        generation=frozen(meta.get("generation", {})),
         notes=tuple(meta.get("notes", [])),
-        round_trip_differences=_frozen(meta.get("round_trip_differences", {})),
-        history_differences=_frozen(meta.get("history_differences", {})),
+        round_trip_differences=frozen(meta.get("round_trip_differences", {})),
+        history_differences=frozen(meta.get("history_differences", {})),
         laptop_checkpoint=meta.get("laptop_checkpoint", ""),
         laptop_note=meta.get("laptop_note", ""),
-        _cases=_frozen(cases),
-        _recordings=_frozen(recordings),
+        _cases=frozen(cases),
+        _recordings=frozen(recordings),
         path=folder,
     )
 
 
-def _read_json(path: Path) -> Any:
+def read_json_file(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:

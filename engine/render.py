@@ -7,9 +7,9 @@ turns every failure into a `Diagnostic` with a line and column in the template.
 
 from __future__ import annotations
 
+import difflib
 import re
 import time
-import traceback
 from dataclasses import dataclass, field
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
@@ -19,7 +19,7 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from . import limits
 from .diagnostics import Diagnostic, line_text
-from .error_place import runtime_error_column, syntax_error_place
+from .error_place import compile_error_place, runtime_error_place, syntax_error_place
 from .inputs import check_text, check_value
 from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
@@ -33,6 +33,9 @@ MAX_PROMPT_CHARS = limits.MAX_PROMPT_CHARS
 
 # Names the renderer passes itself; a template kwarg with one of these names would be ambiguous.
 RESERVED_KWARGS = frozenset({"messages", "tools", "documents", "add_generation_prompt", "chat_template"})
+# How a diagnostic of the template's own raise_exception(...) begins: a refusal the author wrote on
+# purpose, unlike an error of the template's code (the checks tell the two apart).
+REFUSAL = "The template raised: "
 
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 
@@ -245,33 +248,83 @@ def _variables(messages: Any, tools: Any, documents: Any, add_generation_prompt:
         return None
 
 
-def template_error(error: Exception, template: str, variables: dict | None = None) -> Diagnostic:
-    """Turn an exception raised while compiling or rendering `template` into a diagnostic located at
-    the template line that caused it (Jinja's traceback frames carry template line numbers) and the
-    column of the failing token (engine.error_place; for a runtime error, when `variables` are the
-    ones it was rendered with)."""
+def template_error(error: BaseException, template: str, variables: dict | None = None) -> Diagnostic:
+    """Turn an exception raised while compiling or rendering `template` into a diagnostic on the
+    line and columns of the token that caused it (engine.error_place): a syntax error, an error
+    while jinja2 compiles the parsed template (an unknown filter, `break` outside a loop, …), or a
+    runtime error (placed on the failing node when `variables` are the ones it was rendered with)."""
     environment = compile_template("").environment  # transformers' environment, for its lexer and parser
-    if isinstance(error, jinja2.TemplateSyntaxError):
-        line, column = syntax_error_place(environment, template, error)
-        return Diagnostic(
-            "error",
-            f"Jinja syntax error: {error.message}",
-            "chat_template",
-            line=line,
-            column=column,
-            snippet=line_text(template, line),
-            hint=_syntax_hint(error.message or ""),
-        )
+    compiling = isinstance(error, (jinja2.TemplateSyntaxError, SyntaxError)) or _while_compiling(error)
+    place = compile_error_place(environment, template, error) if compiling else None
+    if place is None and isinstance(error, jinja2.TemplateSyntaxError):
+        place = syntax_error_place(environment, template, error)
+        return Diagnostic("error", f"Jinja syntax error: {error.message}", "chat_template", line=place.line,
+                          column=place.column, snippet=line_text(template, place.line),
+                          hint=_syntax_hint(error.message or ""), end_column=place.end)  # fmt: skip
+    if place is not None:
+        message, hint = _describe_compile_error(error, environment)
+        return Diagnostic("error", message, "chat_template", line=place.line, column=place.column,
+                          snippet=line_text(template, place.line), hint=hint, end_column=place.end)  # fmt: skip
     line, in_template = _template_line(error)
     snippet = line_text(template, line)
     message, hint, needle = _describe_runtime_error(error)
-    column = runtime_error_column(environment, template, line, error, variables) if line and variables is not None else None
-    if column is None and snippet is not None and needle:
-        found = snippet.find(needle)
-        column = found + 1 if found >= 0 else None
+    found = runtime_error_place(environment, template, line, error, variables) if line and variables is not None else None
+    if found is None and snippet is not None and needle and (at := snippet.find(needle)) >= 0:
+        found = (at + 1, at + 1 + len(needle))
+    column, end = found or (None, None)
     # A type or value error outside the template's code is about the input (a message of the wrong shape).
     source = "chat_template" if in_template or not isinstance(error, (TypeError, ValueError)) else "case"
-    return Diagnostic("error", message, source, line=line, column=column, snippet=snippet, hint=hint)
+    return Diagnostic("error", message, source, line=line, column=column, snippet=snippet, hint=hint, end_column=end)
+
+
+def _while_compiling(error: BaseException) -> bool:
+    """Whether `error` was raised while jinja2 compiled the template (it folds constants then:
+    `{{ (10**5000)|string }}`), not while the compiled template ran."""
+    tb = error.__traceback__
+    compiling = False
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if name == "<template>":
+            return False
+        compiling = compiling or bool(_JINJA_DIR and name.startswith(_JINJA_DIR) and tb.tb_frame.f_code.co_name == "compile")
+        tb = tb.tb_next
+    return compiling
+
+
+# Python's messages about the code jinja2 generated, as a template author reads them (NAME: the name
+# the message gives).
+_PYTHON_COMPILE_ERRORS = (
+    (r"'break' outside loop", "{% break %} is outside a loop.",
+     "break and continue work inside {% for %} only (not in its {% else %}, nor in a macro or call block in it)."),
+    (r"'continue' not properly in loop", "{% continue %} is outside a loop.",
+     "break and continue work inside {% for %} only (not in its {% else %}, nor in a macro or call block in it)."),
+    (r"duplicate argument 'l_\d+_(\w+)'", "The parameter 'NAME' is declared twice.", "Give each parameter its own name."),
+    (r"keyword argument repeated: (\w+)", "The keyword argument 'NAME' is given twice.", "Pass each argument once."),
+    (r"too many statically nested blocks", "Blocks are nested too deeply to compile (Python allows 20 levels).",
+     "Fewer {% for %} / {% if %} inside each other: move an inner part into a macro."),
+)
+
+
+def _describe_compile_error(error: BaseException, environment: jinja2.Environment) -> tuple[str, str | None]:
+    """A message and a hint for an error raised while jinja2 compiled the template."""
+    if isinstance(error, SyntaxError):
+        for pattern, message, hint in _PYTHON_COMPILE_ERRORS:
+            found = re.search(pattern, error.msg or "")
+            if found:
+                return message.replace("NAME", found.group(1) if found.groups() else ""), hint
+        return f"The template cannot be compiled: {error.msg}", None
+    if isinstance(error, jinja2.TemplateSyntaxError):
+        text = error.message or ""
+        unknown = re.match(r"No (filter|test) named '([^']+)'", text)
+        hint = None
+        if unknown:
+            kind, name = unknown.groups()
+            known = environment.filters if kind == "filter" else environment.tests
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = (f"Did you mean {close[0]!r}? " if close else "") + (
+                f"transformers' Jinja has jinja2's built-in {kind}s" + (" and tojson." if kind == "filter" else "."))
+        return f"Jinja compile error: {text}", hint
+    return f"{type(error).__name__}: {error}", None
 
 
 def _template_line(error: Exception) -> tuple[int | None, bool]:
@@ -318,7 +371,7 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
         )
     if type(error) is jinja2.TemplateError:
         # raise_exception(...) in the template: the author's own message, shown as written.
-        return f"The template raised: {text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
+        return f"{REFUSAL}{text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
     return f"{type(error).__name__}: {text}", None, None
 
 

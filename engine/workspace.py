@@ -13,6 +13,7 @@ from typing import Any
 from .cases import Case, Recording, render_case
 from .checks import CheckReport, Sample, run_checks
 from .draft import Draft, draft_response_template
+from .formats import Format
 from .presets import Preset, load_preset
 from .render import RenderResult
 
@@ -129,6 +130,31 @@ class Workspace:
 
     def recording(self, name: str) -> Recording | None:
         return next((r for r in self.recordings if r.name == name), None)
+
+    def add_format_examples(self, fmt: Format) -> Case:
+        """A library format's examples as recordings, to run with the recorded runner: one new case
+        (a user request with every tool the examples offer) and a recording per example, tied to it,
+        each with the message it must parse to. The case and the first recording become current.
+        The prompt is the author's chat template's: running them shows whether this chat template
+        and the format's response template agree on the examples."""
+        tools = {t["function"]["name"]: t for e in fmt.examples for t in e.tool_list() or [] if "function" in t}
+        case = Case(self.unique_name(f"{fmt.name} examples"),
+                    [{"role": "user", "content": f"(An example request: the answers are the {fmt.name} format's examples.)"}],
+                    tools=list(tools.values()) or None,
+                    description=f"Added from the format library: {fmt.title}. Run its recordings with the recorded runner.")  # fmt: skip
+        taken = {r.name for r in self.recordings}
+        recordings = []
+        for example in fmt.examples:
+            name, n = f"{fmt.name}: {example.name}", 2
+            while name in taken:
+                name, n = f"{fmt.name}: {example.name} {n}", n + 1
+            taken.add(name)
+            recordings.append(Recording(name, case.name, example.output, example.expected(), example.description))
+        self.cases.append(case)
+        self.recordings += recordings
+        self.case_name = case.name
+        self.run.runner, self.run.recording = "recorded", recordings[0].name
+        return case
 
     # ----- what the engine does with it -------------------------------------------------------
 

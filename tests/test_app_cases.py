@@ -133,3 +133,22 @@ def test_generation_flags_are_case_settings():
     assert "generation prompt ▸" not in prompt_html
     case_html = refresh_with(sess, add_generation_prompt=True, continue_final_message=True)["case_diagnostics"]
     assert "cannot both be on" in case_html
+
+
+def test_the_conversation_editor_is_told_the_message_shape_by_the_engine():
+    """The page's conversation editor reads what a message may hold from data-shape: the engine's
+    `message_shape`, escaped into the attribute and read back unchanged; the reasoning name it writes
+    first is the one transformers fills from the others."""
+    import html
+    import re
+
+    from engine.cases import message_shape
+    from engine.transformers_compat import REASONING_FIELDS
+
+    box = cases.conversation_box()
+    attribute = re.search(r'data-shape="([^"]*)"', box).group(1)
+    assert json.loads(html.unescape(attribute)) == message_shape()
+    shape = message_shape()
+    assert shape["reasoning"][0] == "reasoning_content" and set(shape["reasoning"]) == set(REASONING_FIELDS)
+    assert set(shape["parts"]) == {"text", "image", "audio", "video"} and shape["parts"]["text"] == ["text"]
+    assert {"user", "assistant", "system", "tool"} <= set(shape["roles"])

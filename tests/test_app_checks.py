@@ -135,7 +135,8 @@ def test_a_result_marked_as_intended_is_kept_in_the_workspace_and_the_share_link
     click(sess, row)
     out = mark_selected_intended(sess, "we do not serve with TGI")
     assert sess.checks[row].status == "info" and "Intended: we do not serve with TGI" in sess.checks[row].details
-    assert f'class="check-row info selected" data-index="{row}"' in out["checks_list"]
+    # Selected, and said so to a screen reader; every row is in the tab order (Enter selects it, as a click).
+    assert f'class="check-row info selected" data-index="{row}" tabindex="0" aria-current="true"' in out["checks_list"]
     assert "engines.minijinja-tgi" in out["intended_list"]
     shared, problem = decode_workspace(out["saved_code"])
     assert problem is None and shared.round_trip_differences["engines.minijinja-tgi"] == "we do not serve with TGI"

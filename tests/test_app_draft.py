@@ -3,6 +3,8 @@ only applied on request, undone byte for byte, and one session's draft never rea
 
 from __future__ import annotations
 
+import json
+
 from app.draft_panel import apply_draft, discard_draft, draft_response, undo_draft
 from app.page import pick_preset
 from app.state import Session
@@ -16,11 +18,10 @@ def drafted(preset: str) -> tuple[Session, dict]:
 
 
 def test_the_draft_is_shown_for_review_and_the_editor_keeps_its_text() -> None:
-    sess, shown = drafted("smollm3")
+    sess, shown = drafted("blank")
     before = sess.workspace.response_template
     assert shown["draft_box"]["visible"] is True and shown["draft_apply"]["interactive"] is True
-    # The diff drops the two fields SmolLM3's history never shows; the report says why.
-    assert '<div class="del">-    &quot;reasoning_content&quot;: {</div>' in shown["draft_diff"]
+    assert '<div class="add">+  &quot;version&quot;: 1,</div>' in shown["draft_diff"]
     report = shown["draft_report"]
     assert 'data-field="reasoning_content"' in report and "not inferable" in report
     assert "never renders `reasoning_content` in history" in report and "write this field by hand" in report
@@ -28,8 +29,20 @@ def test_the_draft_is_shown_for_review_and_the_editor_keeps_its_text() -> None:
     assert "response_template" not in shown and sess.workspace.response_template == before and sess.draft
 
 
+def test_the_report_names_the_library_format_the_calls_come_from() -> None:
+    sess = Session.empty()
+    pick_preset(sess, "smollm3")
+    content_only = json.dumps({"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>"}}})
+    shown = draft_response(**edited(sess, response=content_only))
+    # SmolLM3's history shows neither reasoning nor calls: both come from a library format its instructions show.
+    assert '<div class="add">+    &quot;tool_calls&quot;: {</div>' in shown["draft_diff"]
+    report = shown["draft_report"]
+    assert 'class="draft-field verified" data-field="tool_calls"' in report
+    assert '<div class="draft-format">' in report and "the tool instructions" in report and "parses the instruction" in report
+
+
 def test_apply_then_undo_gives_back_the_previous_text_byte_for_byte() -> None:
-    sess, _ = drafted("smollm3")
+    sess, _ = drafted("blank")
     previous = sess.workspace.response_template + "\n\n"  # what the editor held, trailing whitespace included
     draft = sess.draft
     applied = apply_draft(sess, previous)
@@ -63,8 +76,8 @@ def test_a_chat_template_that_does_not_render_gives_a_report_not_a_draft() -> No
 
 
 def test_sessions_do_not_share_drafts() -> None:
-    first, _ = drafted("smollm3")
+    first, _ = drafted("blank")
     second = Session.empty()
-    pick_preset(second, "smollm3")
+    pick_preset(second, "blank")
     assert second.draft is None and "Nothing to apply" in apply_draft(second, second.workspace.response_template)["draft_status"]
     assert first.draft is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.commands.check import _response_template
+from engine.commands._model_inputs import response_template_in
 from tests.conftest import engine_process
 from tests.token_support import tokenizer_files
 
@@ -79,13 +79,13 @@ def test_a_tokenizer_config_is_read_and_locations_point_into_it(check, tmp_path:
     line = unused["location"]["line"]
     assert lines[line - 1][unused["location"]["column"] - 1 :].startswith('"open_pattern"')
     # The file's special tokens are what the chat template reads as eos_token etc.
-    text, shift, tokens = _response_template(config.read_text())
-    assert json.loads(text) == spec and shift == (3, 23) and tokens == {"eos_token": "<|im_end|>"}
+    text, origin, tokens = response_template_in(config.read_text(), str(config))
+    assert json.loads(text) == spec and origin.place(1, 1) == (4, 24) and tokens == {"eos_token": "<|im_end|>"}
 
 
 def test_bad_usage_exits_2(check) -> None:
     assert check("--preset", "no-such-preset").returncode == 2
-    assert check("--chat-template", CHATML / "chat_template.jinja").returncode == 2
+    assert check("--random-splits", "0").returncode == 2  # nothing to check
     assert check("--preset", "blank", "--cases", CHATML / "cases.json").returncode == 2
     missing = check("--chat-template", "missing.jinja", "--response-template", CHATML / "response_template.json")
     assert missing.returncode == 2 and "cannot read missing.jinja" in missing.stderr

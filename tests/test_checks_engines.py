@@ -93,6 +93,30 @@ def test_built_in_conversations_are_fitted_to_what_the_template_requires(chat: s
     assert [r for r in report.checks if r.status == "fail"] == []
 
 
+@pytest.mark.parametrize(
+    "broken, status, says",
+    [
+        # jinja2 defers an unknown filter inside a branch to run time: every conversation fails on it.
+        ("{{- message.content | badfilter }}", "fail", "No built-in conversation renders, not even a plain exchange: "
+         "TemplateRuntimeError: No filter named 'badfilter' found."),
+        # A name nobody passes (FireFunction reads its `functions` kwarg): what to give, at its place.
+        ("{{- message.content + functions }}", "warn", "the chat template reads `functions`, which is not passed"),
+        ("{{- raise_exception('only my own conversations') }}", "warn", "No built-in conversation fits this chat template"),
+    ],
+    ids=["unknown filter", "a kwarg nobody passes", "refuses everything"],
+)
+def test_a_template_no_built_in_conversation_fits_is_never_silently_passed(broken: str, status: str, says: str) -> None:
+    chat = variant("{{- message.content }}", broken)
+    assert chat != CHAT
+    report = check(chat, families=["round_trip"])
+    [verdict] = [r for r in report.checks if r.status == status]
+    assert says in verdict.details and report.status == status
+    assert not any("(built-in case :" in r.details for r in report.checks)  # no empty list of the cases used
+    if status != "warn" or "functions" in broken:
+        line = next(i for i, row in enumerate(chat.splitlines(), 1) if broken in row)
+        assert verdict.location is not None and verdict.location.line == line
+
+
 def test_a_conversation_the_author_gave_that_does_not_render_is_a_failure() -> None:
     chat = "{%- if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{%- endif %}" + CHAT
     from engine.cases import Case

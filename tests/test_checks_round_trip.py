@@ -48,7 +48,7 @@ def test_the_good_pair_passes_every_check() -> None:
     assert {"round_trip.message", "round_trip.output", "recording.expected", "streaming"} <= names
     assert {n for n in names if n.startswith(("chat_lint.", "response_lint."))} == {
         "chat_lint.python_method", "chat_lint.python_literal", "chat_lint.print_without_tojson",
-        "chat_lint.whitespace_leak", "chat_lint.unread_field", "chat_lint.unwritten_field",
+        "chat_lint.whitespace_leak", "chat_lint.unread_field", "chat_lint.unwritten_field", "chat_lint.history_calls",
         "response_lint.regex_portability", "response_lint.reasoning_field_name", "response_lint.no_implicit_field",
         "response_lint.start_anchor", "response_lint.unused_group", "response_lint.required_field",
         "response_lint.overlapping_literals",

@@ -19,13 +19,8 @@ from engine.turns import reply_after
 FIXTURES = Path(__file__).parent / "fixtures" / "draft"
 WEATHER = [{"type": "function", "function": {"name": "get_weather", "description": "Weather in a city.", "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}}}]  # fmt: skip
-FAMILIES = {
-    "chatml_think_tools": {"eos_token": "<|im_end|>"},
-    "llama_json_calls": {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"},
-    "mistral_tool_calls": {"bos_token": "<s>", "eos_token": "</s>"},
-    "harmony_channels": {"eos_token": "<|return|>"},
-    "command_actions": {"bos_token": "<BOS_TOKEN>", "eos_token": "<|END_OF_TURN_TOKEN|>"},
-}
+# One small template per format family, written for these tests, with the special tokens each renders with.
+FAMILIES = {name: entry["special_tokens"] for name, entry in json.loads((FIXTURES / "families.json").read_text()).items()}
 
 
 @cache
@@ -77,14 +72,18 @@ def test_chatml_with_think_and_tool_call_blocks() -> None:
     assert parse("chatml_think_tools", "It is sunny.<|im_end|>", enable_thinking=False) == {"role": "assistant", "content": "It is sunny."}
 
 
-def test_llama_bare_json_call_opens_at_the_json() -> None:
+def test_llama_bare_json_calls_come_from_the_library_format_the_history_agrees_with() -> None:
     draft = drafted("llama_json_calls")
-    calls = draft.response_template["fields"]["tool_calls"]
-    assert calls["open_pattern"] == '(?=\\{\\s*"name"\\s*:)'
-    assert calls["transform"]["function"] == {"name": "{content.name}", "arguments": "{content.parameters}"}
+    # The history writes the bare JSON the llama3-json format reads: the draft takes the library's
+    # field (written for real outputs, <|python_tag|> included) and says what the spec cannot say.
+    assert draft.format is not None and draft.format.name == "llama3-json"
+    assert draft.report("tool_calls").status == "verified" and "5 of the 5 history probes with calls" in draft.report("tool_calls").message
+    assert any("ends where a JSON value ends" in limit for limit in draft.format.limits)
     assert draft.response_template["start_anchor"] == "<|start_header_id|>assistant<|end_header_id|>\n\n"
     output = '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>'
     assert parse("llama_json_calls", output) == {"role": "assistant", "tool_calls": [call("get_weather", city="Paris")]}
+    tagged = '<|python_tag|>{"name": "get_weather", "parameters": {"city": "Paris"}}<|eom_id|>'
+    assert parse("llama_json_calls", tagged)["tool_calls"] == [call("get_weather", city="Paris")]
     assert parse("llama_json_calls", "Sunny, 21 degrees.<|eot_id|>") == {"role": "assistant", "content": "Sunny, 21 degrees."}
     notes = " ".join(draft.report("tool_calls").notes)
     assert "refuses two calls" in notes and "single tool-calls" in notes  # the template's raise_exception, reported
@@ -106,14 +105,17 @@ def test_mistral_tool_calls_list_with_ids_and_no_generation_prompt() -> None:
 def test_harmony_channels_with_the_recipient_in_the_header() -> None:
     draft = drafted("harmony_channels")
     fields = draft.response_template["fields"]
-    assert fields["reasoning_content"]["open"] == "<|channel|>analysis<|message|>"
     assert fields["content"]["open"] == "<|channel|>final<|message|>"
-    assert fields["tool_calls"]["open_pattern"] == r"to=functions\.(?P<name>[^\s<]+)<\|channel\|>commentary json<\|message\|>"
+    # The history writes the recipient before the channel; the harmony format reads it there and
+    # after the channel (where the model writes it), and a commentary preamble as reasoning.
+    assert draft.format is not None and draft.format.name == "harmony"
+    assert set(draft.format.how[0].split("appear in ")[1].split(" and ")) == {"the tool instructions", "the history"}
     assert fields["tool_calls"]["transform"]["function"] == {"name": "{name}", "arguments": "{content}"}
-    output = ('<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant to=functions.get_weather'
-              '<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>')  # fmt: skip
-    assert parse("harmony_channels", output) == {
-        "role": "assistant", "reasoning_content": "Need the weather.", "tool_calls": [call("get_weather", city="Paris")]}
+    for recipient in (' to=functions.get_weather<|channel|>commentary json<|message|>',
+                      '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>'):
+        output = f'<|channel|>analysis<|message|>Need the weather.<|end|><|start|>assistant{recipient}{{"city": "Paris"}}<|call|>'
+        assert parse("harmony_channels", output) == {
+            "role": "assistant", "reasoning_content": "Need the weather.", "tool_calls": [call("get_weather", city="Paris")]}
     # The fixture renders one call per message: several calls cannot be verified, and the report says so.
     assert "only some of the calls" in " ".join(draft.report("tool_calls").notes)
 
@@ -142,6 +144,50 @@ def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:
     report = run_checks((FIXTURES / "chatml_think_tools.jinja").read_text(), draft.text, special_tokens=FAMILIES["chatml_think_tools"],
                         families=("round_trip", "streaming"), random_splits=10)  # fmt: skip
     assert report.status == "pass", [str(c) for c in report.checks if c.status != "pass"]
+
+
+# ----- every family: the library format it matches, and what its model writes --------------------
+
+# (family, the library format the draft takes, an output its model writes, the message it parses to)
+WRITTEN = [
+    ("pythonic_calls", "pythonic", '[get_weather(city="Paris", days=2)]<|eot_id|>',
+     {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
+    ("mistral_args", "mistral-args", 'Let me check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_weather[ARGS]{"city": "Rome"}</s>',
+     {"content": "Let me check.", "tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
+    ("granite_told", "granite", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]<|end_of_text|>',
+     {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
+    ("functools_phi", "functools", 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Rome"}}]<|end|>',
+     {"tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
+    ("deepseek_calls", "deepseek-v3", 'Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```'
+     '<｜tool▁call▁end｜><｜tool▁calls▁end｜><｜end▁of▁sentence｜>', {"content": "Checking.", "tool_calls": [call("get_weather", city="Paris")]}),
+    ("qwen3_coder_xml", "qwen3-coder", "<tool_call>\n<function=get_weather>\n<parameter=city>\nSão Paulo\n</parameter>\n<parameter=days>\n2\n"
+     "</parameter>\n</function>\n</tool_call><|im_end|>", {"tool_calls": [call("get_weather", city="São Paulo", days=2)]}),
+    ("mistral_tool_calls", "mistral-json-list", '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abc123def"}]</s>',
+     {"tool_calls": [{**call("get_weather", city="Paris"), "id": "abc123def"}]}),
+    ("command_actions", "command-r7b", '<|START_ACTION|>[{"tool_call_id": "0", "tool_name": "get_weather", "parameters": {"city": "Paris"}}]'
+     "<|END_ACTION|><|END_OF_TURN_TOKEN|>", {"tool_calls": [call("get_weather", city="Paris")]}),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("family", "name", "output", "message"), WRITTEN, ids=[w[0] for w in WRITTEN])
+def test_each_family_drafts_the_library_format_its_model_writes(family: str, name: str, output: str, message: dict) -> None:
+    draft = drafted(family)
+    assert draft.format is not None and draft.format.name == name, draft.format
+    assert draft.report("tool_calls").status == "verified", draft.report("tool_calls")
+    assert f"library's `{name}` format" in draft.report("tool_calls").message
+    parsed = parse(family, output)
+    assert {k: v for k, v in parsed.items() if k != "role"} == message
+
+
+def test_a_format_told_in_the_instructions_but_not_written_in_history_is_taken_from_them() -> None:
+    # Granite's and Phi's templates write no call into history: the instructions name the format.
+    for family in ("granite_told", "functools_phi"):
+        report = drafted(family).report("tool_calls")
+        assert "its texts appear in the tool instructions" in report.message and "history probes" not in report.message
+        assert "the chat template never writes `tool_calls` into an assistant turn" in " ".join(report.notes)
+    # Phi's instructions show a whole call: it is parsed; Granite's name the delimiter in words.
+    assert "it parses the instruction's example" in drafted("functools_phi").report("tool_calls").message
+    assert "the instruction's example" not in drafted("granite_told").report("tool_calls").message
 
 
 # ----- what cannot be inferred --------------------------------------------------------------------
@@ -178,6 +224,8 @@ def test_calls_written_as_python_dicts_are_left_out_not_guessed() -> None:
     report = draft.report("tool_calls")
     assert report.status == "not_inferable" and "Python dict" in report.message
     assert "tool_calls" not in draft.response_template["fields"]
+    # The limit of the spec behind it, in the library's words (formats/limits.json), with its example.
+    assert [limit.split(":")[0] for limit in draft.limits] == ["Python literals outside python-call-list"]
 
 
 def test_reasoning_with_nothing_marking_its_start_is_left_out() -> None:
@@ -187,6 +235,30 @@ def test_reasoning_with_nothing_marking_its_start_is_left_out() -> None:
     assert report.status == "not_inferable" and "nothing marks where it starts" in report.message
     # Its text would land in content: content is verified on the probes without reasoning, and the note says so.
     assert "lands in another field" in " ".join(report.notes)
+
+
+# Gemma-style turns: the model's turn ends at <end_of_turn>, the template writes "\n" after it, and the
+# eos token is another one, so the probe outputs go on past the close.
+GEMMA_STYLE = (
+    "{{ bos_token }}{%- for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n"
+    "{{ m.content }}<end_of_turn>\n{% endfor %}{%- if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+
+
+@pytest.mark.parametrize("close", ["<end_of_turn>", "<|end|>"])
+def test_text_after_the_close_does_not_replace_the_content(close: str) -> None:
+    template = GEMMA_STYLE.replace("<end_of_turn>", close)
+    draft = draft_response_template(template, {"bos_token": "<bos>", "eos_token": "<eos>"})
+    content = draft.response_template["fields"]["content"]
+    assert content["close"] == close and content["repeats"] is True and content["join"] == ""
+    assert draft.report("content").status == "verified"
+    assert f"writes '\\n' after {close!r}" in " ".join(draft.report("content").notes)
+    assert all(c.status == "pass" for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
+    prompt = render(template, [{"role": "user", "content": "Hi"}], add_generation_prompt=True,
+                    special_tokens={"bos_token": "<bos>"}).prompt  # fmt: skip
+    # A model run without the close as a stop token writes the separator too; the answer survives it.
+    for output in (f"Hello there.{close}", f"Hello there.{close}\n"):
+        assert parse_response(output, draft.response_template, prefix=prompt) == {"role": "assistant", "content": "Hello there."}
 
 
 def test_a_template_that_does_not_render_gives_no_draft_and_a_diagnostic() -> None:

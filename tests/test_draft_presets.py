@@ -47,15 +47,30 @@ def test_the_draft_parses_every_recording_like_the_preset_or_the_report_says_why
 
 
 def test_what_each_preset_draft_can_and_cannot_infer() -> None:
-    statuses = {name: {r.field: r.status for r in drafted(name).fields} for name in ("smollm3", "qwen3", "command-r7b")}
+    statuses = {name: {r.field: r.status for r in drafted(name).fields} for name in ("smollm3", "qwen3", "command-r7b", "blank")}
     assert statuses["qwen3"] == {"reasoning_content": "verified", "tool_calls": "verified", "content": "verified"}
-    # SmolLM3 and Command R7B drop fields from history: said, not guessed.
-    assert statuses["smollm3"]["reasoning_content"] == statuses["smollm3"]["tool_calls"] == "not_inferable"
-    assert statuses["command-r7b"]["reasoning_content"] == "not_inferable"
-    assert "never renders `tool_calls` in history" in drafted("smollm3").report("tool_calls").message
-    assert "tool_plan" in " ".join(drafted("command-r7b").report("reasoning_content").notes)  # the preset's documented why
+    # Command R7B drops the plan from history, but its instructions tell the model to write it between
+    # <|START_THINKING|> and <|END_THINKING|>: the library's command-r7b format reads it, and parses the
+    # preset's recordings (tests above); the preset's documented why stays in the report.
+    reasoning = drafted("command-r7b").report("reasoning_content")
+    assert statuses["command-r7b"]["reasoning_content"] == "verified" and "library's `command-r7b` format" in reasoning.message
+    assert "tool_plan" in " ".join(reasoning.notes)
+    assert statuses["blank"]["tool_calls"] == "not_inferable"
+    assert "never renders `tool_calls` in history" in drafted("blank").report("tool_calls").message
     # Qwen3's draft is the preset's own response template.
     assert drafted("qwen3").response_template == json.loads(load_preset("qwen3").response_template)
+
+
+def test_smollm3_history_drops_reasoning_and_calls_but_the_instructions_and_the_library_give_both() -> None:
+    draft = drafted("smollm3")
+    assert {r.field: r.status for r in draft.fields} == {"reasoning_content": "verified", "tool_calls": "verified", "content": "verified"}
+    # The instructions write <tool_call> and <think> (the /no_think generation prompt an empty think block):
+    # a library format with both verifies, and the draft is the preset's hand-written response template.
+    assert draft.format is not None and "the tool instructions" in draft.format.how[0]
+    assert draft.response_template == json.loads(load_preset("smollm3").response_template)
+    calls = draft.report("tool_calls")
+    assert f"library's `{draft.format.name}` format" in calls.message and "parses the instruction's example" in calls.message
+    assert "the chat template never writes `tool_calls` into an assistant turn" in " ".join(calls.notes)
 
 
 def test_gpt_oss_content_next_to_a_call_goes_to_the_analysis_channel_and_the_report_says_so() -> None:
@@ -102,7 +117,8 @@ def test_cli_json_and_exit_codes(tmp_path: Path, engine: Callable[..., Ran]) -> 
     assert as_json.returncode == 0
     data = json.loads(as_json.stdout)
     assert set(data) == {"response_template", "report", "diagnostics"}
-    assert {f["field"]: f["status"] for f in data["report"]["fields"]}["tool_calls"] == "not_inferable"
+    assert {f["field"]: f["status"] for f in data["report"]["fields"]}["tool_calls"] == "verified"
+    assert data["report"]["format"]["name"] and data["report"]["disagreement"] is None and data["report"]["limits"] == []
     (tmp_path / "broken.jinja").write_text("{% for m in messages %}")
     assert engine("--chat-template", str(tmp_path / "broken.jinja"), "--timeout", "0").returncode == 1
     assert engine("--chat-template", str(tmp_path / "missing.jinja")).returncode == 2

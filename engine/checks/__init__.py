@@ -13,8 +13,6 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-import jinja2
-
 from .. import limits
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
@@ -35,7 +33,7 @@ from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
 from .streaming import check_streaming
 from ..tokens.checks import check_tokens
-from ..tokens.load import TokenizerFiles, cached_tokenizer
+from ..tokens.load import TokenizerFiles, cached_load
 
 FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
 
@@ -120,18 +118,17 @@ def _run(
     families = [f for f in families if f in FAMILIES]
     report = CheckReport()
     response_text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
-    loaded = load_response_spec(response_text)
-    report.diagnostics += loaded.diagnostics
+    # A chat template alone (no response template yet) is checked too; what needs one says so.
+    chat_only = response_template is None or not response_text.strip()
+    loaded = load_response_spec("{}" if chat_only else response_text)
+    report.diagnostics += [] if chat_only else loaded.diagnostics
     try:
-        environment(chat_template).parse(chat_template)
+        environment(chat_template)  # compiled as transformers compiles it: every compile-time error, placed
         chat_ok = True
-    except jinja2.TemplateSyntaxError as e:
+    except Exception as e:  # noqa: BLE001 - a syntax or compile error: the author's to see, on its token
         report.diagnostics.append(template_error(e, chat_template))
         chat_ok = False
-    except Exception as e:  # noqa: BLE001 - e.g. an old jinja2: the user's to see
-        report.diagnostics.append(Diagnostic("error", f"The chat template cannot be compiled: {e}", "chat_template"))
-        chat_ok = False
-    if not loaded.ok or not chat_ok:
+    if not (loaded.ok or chat_only) or not chat_ok:
         broken = "the chat template" if not chat_ok else "the response template"
         for family in families:
             report.checks.append(CheckResult(family, "fail", f"Not run: {broken} has errors (see diagnostics)."))
@@ -139,15 +136,17 @@ def _run(
 
     if isinstance(tokenizer, TokenizerFiles):
         try:
-            tokenizer = cached_tokenizer(tokenizer)
+            built = cached_load(tokenizer)
+            tokenizer = built.tokenizer
+            report.diagnostics += [d for d in built.notes if d.severity == "error"]  # a special token it lacks
         except ValueError as e:
             report.diagnostics.append(Diagnostic("error", f"The tokenizer could not be loaded: {e}", "tokenizer"))
             tokenizer = None
     ctx = CheckContext(
         chat_template=chat_template,
         response_text=response_text,
-        spec=loaded.spec or {},
-        template=loaded.template,  # type: ignore[arg-type]
+        spec={} if chat_only else loaded.spec or {},
+        template=None if chat_only else loaded.template,  # type: ignore[arg-type]
         cases=[],
         samples=[],
         special_tokens=dict(special_tokens or {}),
@@ -166,6 +165,10 @@ def _run(
         ctx.cases, fitted = _guarded_pair("template.requires", lambda: fit_cases(ctx, ctx.cases), ctx.cases)
         report.checks += fitted
     ctx.samples = _samples(ctx.cases, recordings or [], runs or [], report.diagnostics)
+    if chat_only:
+        _chat_template_only(ctx, families, report)
+        mark_intended(report, ctx.documented)
+        return report
 
     try:
         turns, problems = assistant_turns(ctx)
@@ -193,13 +196,47 @@ def _run(
         report.checks += engine_results
     if "tokens" in families:
         report.checks += _guarded("tokens", lambda: check_tokens(ctx, outputs))
-    if ctx.default_cases:
+    if ctx.default_cases and ctx.cases:
         names = ", ".join(repr(c.name) for c in ctx.cases)
         for result in report.checks:
             if result.subject and result.subject.startswith(("case", "rendered turn")):
                 result.details += f"\n(built-in case{'s' if len(ctx.cases) > 1 else ''} {names}: give cases of your own to check with them)"
     mark_intended(report, ctx.documented)
     return report
+
+
+NEEDS_RESPONSE_TEMPLATE = (
+    "Not run: there is no response template yet, and this check parses the model's output with it. Draft one from "
+    "the chat template (python -m engine draft MODEL_FOLDER, or “Draft from the chat template” in the playground), "
+    "save it as response_template in tokenizer_config.json, and check again.")
+
+
+def _chat_template_only(ctx: CheckContext, families: list[str], report: CheckReport) -> None:
+    """The checks a chat template alone gets: every case renders, the chat lints, the engines and the
+    token checks; those that parse output say they need a response template (and name the draft)."""
+    results = report.checks
+    rendered = []
+    for case in ctx.cases if "round_trip" in families else []:  # rendering stands in for the round trip
+        result = ctx.render(case)
+        if not result.ok:
+            problem = result.diagnostics[0] if result.diagnostics else None
+            where = Location("chat_template", problem.line, problem.column) if problem and problem.source == "chat_template" else None
+            results.append(CheckResult("template.renders", "fail", f"Rendering failed: {problem.message if problem else 'unknown error'}",
+                                       where, f"case {case.name!r}"))  # fmt: skip
+        else:
+            rendered.append(case.name)
+    if rendered:
+        results.append(CheckResult("template.renders", "pass", f"Every case renders: {', '.join(map(repr, rendered))}."))
+    for family, name in (("round_trip", "round_trip"), ("streaming", "streaming"), ("response_lints", "response_lint")):
+        if family in families:
+            results.append(CheckResult(name, "info", NEEDS_RESPONSE_TEMPLATE))
+    if "chat_lints" in families:
+        results += _guarded("chat_lint", lambda: check_chat_lints(ctx))
+    if "engines" in families:
+        report.engines, engine_results = _guarded_pair("engines", lambda: engine_matrix(ctx), {})
+        results += engine_results
+    if "tokens" in families:
+        results += _guarded("tokens", lambda: check_tokens(ctx, ctx.samples))
 
 
 def mark_intended(report: CheckReport, intended: dict[str, str]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate
 
 from ..cases import Case
+from ..content_parts import PARTS_CONVERSATION, reads_parts
 from ..engines import context_for
 from ..render import RenderResult, render
 from ..response_spec import locate
@@ -44,7 +45,7 @@ class CheckContext:
     chat_template: str
     response_text: str
     spec: dict
-    template: ResponseTemplate
+    template: ResponseTemplate | None  # None: a chat template alone, no response template yet
     cases: list[Case]
     samples: list[Sample]
     special_tokens: dict = field(default_factory=dict)
@@ -64,6 +65,11 @@ class CheckContext:
             return analyse_fields(self.chat_template)
         except Exception:  # noqa: BLE001 - a syntax error is reported as a diagnostic elsewhere
             return None
+
+    @cached_property
+    def reads_parts(self) -> bool:
+        """Whether the chat template reads content parts (measured: `engine.content_parts`)."""
+        return reads_parts(lambda messages: self.render(Case("content parts probe", messages), add_generation_prompt=True))
 
     def render(
         self,
@@ -141,6 +147,13 @@ class CheckContext:
 
 
 CALL_ID = "functions.get_weather:0"
+
+
+def parts_case() -> Case:
+    """The built-in conversation for templates that read content parts: a picture and a question as
+    parts, an answer, a follow-up (`fitting` adds it when the template reads parts)."""
+    return Case(name="content parts", messages=copy.deepcopy(PARTS_CONVERSATION),
+                description="Built in: a picture and a question as content parts, an answer and a follow-up.")
 
 
 def default_cases(fields: TemplateFields | None) -> list[Case]:

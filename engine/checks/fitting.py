@@ -1,7 +1,8 @@
 """Built-in conversations that fit the template. Real templates insist on things a generic
 conversation does not have: Mistral wants tool-call ids of 9 alphanumerics, Gemma refuses a system
 message, Hermes and Command R+ need tools, Functionary wants arguments as a JSON string, QwQ reads
-`content` on a tool-call message. A built-in case the template refuses is adapted (the common
+`content` on a tool-call message, SmolVLM reads content only as a list of parts. A template that
+reads content parts also gets a conversation with a picture and a question as parts. A built-in case the template refuses is adapted (the common
 variants are tried, fewest changes first) and what the template requires is reported as `info`.
 Only a conversation the author gave that does not render is a failure."""
 
@@ -9,14 +10,17 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import combinations, cycle
 
 from ..cases import Case
+from ..content_parts import as_parts, drops_string_text
 from ..diagnostics import Diagnostic
-from .context import CheckContext
-from .results import CheckResult
+from ..render import REFUSAL
+from .context import CheckContext, parts_case
+from .results import CheckResult, Location
 
 NAME = "template.requires"
 # Tool-call ids as Mistral's templates demand them (9 alphanumerics); any template takes them.
@@ -80,12 +84,17 @@ def _with_tools(case: Case, tools: list[dict] | None) -> Case:
     return case if case.tools or not tools else replace(case, tools=copy.deepcopy(tools))
 
 
+def _as_parts(case: Case, tools: list[dict] | None) -> Case:
+    return replace(case, messages=[as_parts(m) for m in copy.deepcopy(case.messages)])
+
+
 VARIANTS = (
     Variant("tools", "needs tools to be offered (the built-in conversation without tools was refused)", _with_tools),
     Variant("no_system", "refuses a system message (the built-in case's system prompt was moved into the first user message)", _no_system),
     Variant("ids", f"requires tool-call ids of 9 alphanumerics (such as {CALL_IDS[0]!r}, as Mistral's templates demand)", _with_ids),
     Variant("string_arguments", "requires tool-call arguments as a JSON string, not an object", _string_arguments),
     Variant("content", "reads `content` on every message (a tool-call message needs one, even empty)", _content_everywhere),
+    Variant("parts", "reads `content` only as a list of parts (text given as a string does not reach the prompt)", _as_parts),
 )
 
 
@@ -93,9 +102,11 @@ def variant(name: str) -> Variant:
     return next(v for v in VARIANTS if v.name == name)
 
 
-def _applicable(case: Case, tools: list[dict] | None) -> list[Variant]:
+def _applicable(case: Case, tools: list[dict] | None, reads_parts: bool) -> list[Variant]:
     out = []
     for variant in VARIANTS:
+        if variant.name == "parts" and not (reads_parts and any(isinstance(m.get("content"), str) for m in case.messages)):
+            continue
         if variant.name == "tools" and (case.tools or not tools):
             continue
         if variant.name == "no_system" and not any(m.get("role") == "system" for m in case.messages):
@@ -124,14 +135,27 @@ def render_problem(ctx: CheckContext, case: Case) -> Diagnostic | None:
     return None
 
 
+def fit_problem(ctx: CheckContext, case: Case) -> Diagnostic | None:
+    """Why the case does not fit (None: it fits): a render it needs fails, or the template reads
+    content only as parts and none of the text the case gives as strings reaches the prompt."""
+    problem = render_problem(ctx, case)
+    if problem is None and ctx.reads_parts and drops_string_text(case.messages, ctx.render(case).prompt):
+        return Diagnostic("info", "the text given as strings does not reach the prompt", "chat_template")
+    return problem
+
+
 def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[CheckResult]]:
     """The built-in cases, each adapted until the template renders it, and `info` results saying
-    what the template requires. A case no variant fits is left out, with why."""
+    what the template requires; with a template that reads content parts, the built-in conversation
+    with parts too. A case no variant fits is left out, with why."""
     tools = next((c.tools for c in cases if c.tools), None)
     fitted: list[Case] = []
     results: list[CheckResult] = []
+    left_out: list[Diagnostic] = []
+    if ctx.reads_parts:
+        cases = [*cases, parts_case()]
     for case in cases:
-        problem = render_problem(ctx, case)
+        problem = fit_problem(ctx, case)
         if problem is None:
             fitted.append(case)
             continue
@@ -154,17 +178,46 @@ def fit_cases(ctx: CheckContext, cases: list[Case]) -> tuple[list[Case], list[Ch
             "left out. Give cases of your own (--cases) to check with conversations the template accepts.",
             subject=f"case {case.name!r}",
         ))  # fmt: skip
+        left_out.append(problem)
+    if cases and not fitted:
+        results.append(_nothing_fits(left_out))
     return fitted, results
 
 
 def _search(ctx: CheckContext, case: Case, tools: list[dict] | None) -> tuple[Case, tuple[Variant, ...]] | None:
     """The smallest combination of variants under which the case renders."""
-    variants = _applicable(case, tools)
+    variants = _applicable(case, tools, ctx.reads_parts)
     for size in range(1, len(variants) + 1):
         for combo in combinations(variants, size):
             adapted = case
             for variant in combo:
                 adapted = variant.apply(adapted, tools)
-            if render_problem(ctx, adapted) is None:
+            if fit_problem(ctx, adapted) is None:
                 return adapted, combo
     return None
+
+
+def _nothing_fits(problems: list[Diagnostic]) -> CheckResult:
+    """No built-in conversation renders, so nothing else is checked. A template that refuses them all
+    with raise_exception may be made for other conversations, and one that reads a variable nobody
+    passed may need a template kwarg (FireFunction's `functions`): warnings that say what to give. One
+    that fails on them with another error of its own code (a filter transformers does not have, a
+    type error) fails with apply_chat_template too, on the plainest exchange: a failure, at its place."""
+    bug = next((p for p in problems if p.severity == "error" and not p.message.startswith(REFUSAL)), None)
+    unpassed = _UNDEFINED_NAME.search(bug.message) if bug is not None else None
+    if bug is not None and unpassed is None:
+        where = Location("chat_template", bug.line, bug.column) if bug.source == "chat_template" and bug.line else None
+        return CheckResult("template.renders", "fail", f"No built-in conversation renders, not even a plain exchange: "
+                           f"{bug.message}", where)  # fmt: skip
+    if unpassed is not None:
+        name = unpassed.group(1)
+        return CheckResult(NAME, "warn", f"No built-in conversation renders: the chat template reads `{name}`, which "
+                           f"is not passed, so the other checks had nothing to check. If it is a template kwarg, give "
+                           f"it (--template-kwargs '{{\"{name}\": …}}'); if it is a typo, fix it.",
+                           Location("chat_template", bug.line, bug.column) if bug.line else None)  # fmt: skip
+    return CheckResult(NAME, "warn", "No built-in conversation fits this chat template (it refuses each of them, "
+                       "even adapted), so the other checks had nothing to check. Give cases of your own (--cases).")
+
+
+# A top-level name read and never passed (not a key missing from a message: "has no attribute").
+_UNDEFINED_NAME = re.compile(r"'(\w+)' is undefined")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 _QUANTIFIER = re.compile(r"\{(\d*)(,(\d*))?\}")
 _FUZZY = re.compile(r"\{[eisd]\s*(<=|<|=)")
@@ -79,6 +80,31 @@ def scan(pattern: str) -> list[RegexFinding]:
             i += 1
             can_repeat = c not in "|^$"
     return found
+
+
+def spec_patterns(spec: dict) -> list[tuple[tuple, str]]:
+    """(JSON path, pattern) for every regex in the spec: anchors, delimiters, content_args patterns."""
+    out = []
+    if isinstance(spec.get("start_anchor_pattern"), str):
+        out.append((("start_anchor_pattern",), spec["start_anchor_pattern"]))
+    for name, field in spec.get("fields", {}).items():
+        for key in ("open_pattern", "close_pattern"):
+            if isinstance(field.get(key), str):
+                out.append((("fields", name, key), field[key]))
+        out += _arg_patterns(field.get("content_args"), ("fields", name, "content_args"))
+    return out
+
+
+def _arg_patterns(args: Any, path: tuple) -> list[tuple[tuple, str]]:
+    if not isinstance(args, dict):
+        return []
+    out = []
+    for key, value in args.items():
+        if key == "tag_pattern" and isinstance(value, str):
+            out.append(((*path, key), value))
+        elif isinstance(value, dict):
+            out += _arg_patterns(value, (*path, key))
+    return out
 
 
 def _escape(pattern: str, i: int, add) -> int:

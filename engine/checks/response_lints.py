@@ -14,7 +14,7 @@ from ..trace import Trace
 from ..transformers_compat import TRANSFORM_PLACEHOLDER
 from .context import CheckContext
 from .overlap import overlapping_literals
-from .regex_portability import scan, string_offsets, value_start
+from .regex_portability import scan, spec_patterns, string_offsets, value_start
 from .results import CheckResult, Location
 
 # Names people give the reasoning field; the ecosystem (OpenAI-compatible servers, chat templates)
@@ -41,35 +41,10 @@ def check_response_lints(ctx: CheckContext) -> list[CheckResult]:
     return results
 
 
-def _patterns(spec: dict) -> list[tuple[tuple, str]]:
-    """(JSON path, pattern) for every regex in the spec: anchors, delimiters, content_args patterns."""
-    out = []
-    if isinstance(spec.get("start_anchor_pattern"), str):
-        out.append((("start_anchor_pattern",), spec["start_anchor_pattern"]))
-    for name, field in spec.get("fields", {}).items():
-        for key in ("open_pattern", "close_pattern"):
-            if isinstance(field.get(key), str):
-                out.append((("fields", name, key), field[key]))
-        out += _arg_patterns(field.get("content_args"), ("fields", name, "content_args"))
-    return out
-
-
-def _arg_patterns(args: Any, path: tuple) -> list[tuple[tuple, str]]:
-    if not isinstance(args, dict):
-        return []
-    out = []
-    for key, value in args.items():
-        if key == "tag_pattern" and isinstance(value, str):
-            out.append(((*path, key), value))
-        elif isinstance(value, dict):
-            out += _arg_patterns(value, (*path, key))
-    return out
-
-
 def regex_portability(ctx: CheckContext) -> list[CheckResult]:
     offsets = key_offsets(ctx.response_text)
     out = []
-    for path, pattern in _patterns(ctx.spec):
+    for path, pattern in spec_patterns(ctx.spec):
         for finding in scan(pattern):
             line, column = _pattern_position(ctx.response_text, offsets.get(path), finding.index)
             where = "/".join(str(p) for p in path)

@@ -21,6 +21,7 @@ from transformers.utils.chat_parsing import parse_response
 from ..diagnostics import line_col
 from ..trace import Segment, Trace
 from ..cases import Case
+from ..content_parts import as_parts, writes_parts
 from ..text import first_difference, indent_error, short, show_difference
 from .context import CheckContext, Sample
 from .fitting import variant as fit_variant
@@ -132,6 +133,8 @@ def _render_back(ctx: CheckContext, sample: Sample, message: dict):
     case = sample.case
     # With continue_final_message the last message was the prefill; the parsed message replaces it.
     history = case.messages[:-1] if case.continue_final_message else case.messages
+    if writes_parts(history):  # the reply goes back as the conversation writes its assistant turns
+        message = as_parts(message)
     result = ctx.render(case, [*history, message], add_generation_prompt=False, continue_final_message=False)
     if not result.ok and message.get("tool_calls") and not all(isinstance(c, dict) and c.get("id") for c in message["tool_calls"]):
         # An OpenAI-compatible server gives every parsed tool call an id before the message goes back

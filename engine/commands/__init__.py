@@ -74,5 +74,5 @@ def print_diagnostics(diagnostics: list[Diagnostic], label: str = "") -> None:
         print(f"{label}{d}", file=sys.stderr)
         if d.snippet:
             print(f"    {d.snippet}", file=sys.stderr)
-            if d.column:
-                print("    " + " " * (d.column - 1) + "^", file=sys.stderr)
+            if d.caret:
+                print("    " + d.caret, file=sys.stderr)

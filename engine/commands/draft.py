@@ -1,8 +1,11 @@
-"""`python -m engine draft --chat-template FILE [--special-tokens JSON|FILE] [--json]`: draft the
-response template a chat template implies, with a report of what it could and could not infer.
+"""`python -m engine draft [MODEL_FOLDER] [--chat-template FILE | --preset NAME] [--special-tokens
+JSON|FILE] [--tokenizer FILE|FOLDER] [--json]`: draft the response template a chat template implies,
+with a report of what it could and could not infer.
 
 Prints the response template (the report goes to stderr), or with `--json`
-{"response_template", "report": {"fields", "checks", "probes", "seconds"}, "diagnostics"}.
+{"response_template", "report": {"fields", "checks", "probes", "seconds", "format", "disagreement", "limits"},
+"diagnostics"}: `format` is the library format the calls come from (name, title, how it was matched and
+verified, its limits), `disagreement` the history's and the instructions' texts when they differ.
 Exit codes: 0 a draft was made, 1 none could be (the chat template does not render, or shows no
 field), 2 bad usage."""
 
@@ -10,13 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..draft import draft_response_template
-from ..hub.files import special_tokens_of
 from ..presets import load_preset
 from ..workspace import Workspace
-from . import UsageError, json_object, print_diagnostics, print_json, read_json, read_text
+from . import UsageError, json_object, print_diagnostics, print_json
+from ._model_inputs import add_model_inputs, read_model_inputs
 
 # Drafting renders the untrusted template dozens of times: in the killable worker, bounded.
 DEFAULT_TIMEOUT = 60.0
@@ -24,12 +26,8 @@ DEFAULT_TIMEOUT = 60.0
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("draft", help="draft the response template from the chat template")
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--chat-template", metavar="FILE", help="a .jinja file")
-    source.add_argument("--preset", metavar="NAME", help="a preset's chat template (with its tokens and notes)")
-    parser.add_argument("--special-tokens", metavar="JSON|FILE",
-                        help='e.g. \'{"bos_token": "<s>", "eos_token": "</s>"}\', or a tokenizer_config.json / '
-                             "special_tokens_map.json to take them from")
+    add_model_inputs(parser, response_template=False)
+    parser.add_argument("--preset", metavar="NAME", help="a preset's chat template (with its tokens and notes)")
     parser.add_argument("--template-kwargs", metavar="JSON", help='passed to every probe, e.g. \'{"reasoning_effort": "low"}\'')
     parser.add_argument("--stop-token", action="append", default=[], metavar="TEXT",
                         help="text that ends the model's turn (repeatable; default: the eos token)")
@@ -43,19 +41,27 @@ def run(args: argparse.Namespace) -> int:
     if not args.timeout >= 0:  # NaN too
         raise UsageError("--timeout must be 0 or more")
     options: dict = {"timeout": args.timeout or None}
+    if args.preset and (args.model or args.chat_template):
+        raise UsageError("a preset has its own chat template: give --preset, or a model folder / --chat-template")
+    if not (args.preset or args.model or args.chat_template):
+        raise UsageError("give a model folder, --chat-template FILE, or --preset NAME")
+    inputs = read_model_inputs(args)
     if args.preset:
         try:
             preset = load_preset(args.preset)
         except KeyError as e:
             raise UsageError(str(e.args[0])) from e
         workspace = Workspace.from_preset(preset)
-        chat_template: str = workspace.chat_template
-        options.update(special_tokens=workspace.special_tokens, stop_tokens=workspace.stop_tokens,
-                       template_kwargs=workspace.template_kwargs(), documented=workspace.round_trip_differences)  # fmt: skip
+        chat_template: str | None = workspace.chat_template
+        options.update(stop_tokens=workspace.stop_tokens, template_kwargs=workspace.template_kwargs(),
+                       documented=workspace.round_trip_differences)  # fmt: skip
+        options["special_tokens"] = inputs.special_tokens_with(workspace.special_tokens)
     else:
-        chat_template = read_text(args.chat_template)
-    if args.special_tokens is not None:
-        options["special_tokens"] = special_tokens(args.special_tokens)
+        chat_template = inputs.one_chat_template(args.template_name)
+        options["special_tokens"] = inputs.special_tokens
+    if chat_template is None:  # a model folder without one
+        print_diagnostics(inputs.diagnostics)
+        return 1
     if args.template_kwargs is not None:
         options["template_kwargs"] = json_object(args.template_kwargs, "--template-kwargs")
     if args.stop_token:
@@ -69,21 +75,17 @@ def run(args: argparse.Namespace) -> int:
             print(f"{report.field}: {report.status.replace('_', ' ')}. {report.message}", file=sys.stderr)
             for note in report.notes:
                 print(f"    - {note}", file=sys.stderr)
+        if draft.format is not None:
+            print(f"format: {draft.format.name} ({draft.format.title}); {'; '.join(draft.format.how)}", file=sys.stderr)
+        if draft.disagreement is not None:
+            print(f"history vs instructions: {draft.disagreement.describe()}", file=sys.stderr)
+        for limit in dict.fromkeys([*(draft.format.limits if draft.format else []), *draft.limits]):
+            print(f"the spec cannot say: {limit}", file=sys.stderr)
         counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
         print(f"checks on the probes: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed; "
               f"{draft.probes} probes in {draft.seconds:.2f} s", file=sys.stderr)  # fmt: skip
         for check in draft.checks:
             if check.status == "fail":
                 print(f"    {check}", file=sys.stderr)
-    print_diagnostics(draft.diagnostics)
+    print_diagnostics([*inputs.diagnostics, *draft.diagnostics])  # a model folder's own problems too
     return 0 if draft.response_template is not None else 1
-
-
-def special_tokens(value: str) -> dict[str, str]:
-    """Special tokens from inline JSON, or from a tokenizer_config.json / special_tokens_map.json
-    (read as a Hub load reads them: every `*_token` entry, plain or an AddedToken object, and
-    `extra_special_tokens`)."""
-    data = read_json(value) if Path(value).is_file() else json_object(value, "--special-tokens")
-    if not isinstance(data, dict):
-        raise UsageError(f"{value}: expected a JSON object")
-    return special_tokens_of(data)

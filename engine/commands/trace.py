@@ -1,24 +1,30 @@
-"""`python -m engine trace --response-template FILE --output FILE [--prefix FILE] [--tools FILE]
-[--chunk-size N | --random-chunks SEED] [--explain] [--json]`: parse an output and show where every
-character went (`--explain`: and which key of the response template claimed it)."""
+"""`python -m engine trace [MODEL_FOLDER] [--response-template FILE] --output FILE [--prefix FILE]
+[--tools FILE] [--chunk-size N | --random-chunks SEED | --tokenizer FILE|FOLDER] [--explain] [--json]`:
+parse an output and show where every character went (the response template from a model folder's
+tokenizer_config.json, or the file; with `--tokenizer`, the output is fed one token at a time;
+`--explain`: and which key of the response template claimed it)."""
 
 from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import replace
 
 from .. import limits
 from ..provenance.listing import output_listing
 from ..provenance.output import explain_segments
 from ..response_spec import load_response_spec
+from ..runners.recorded import split_tokens
 from ..terminal import field_colours, legend, paint
+from ..tokens import cached_tokenizer
 from ..trace import trace_text
 from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json, read_text
+from ._model_inputs import add_model_inputs, read_model_inputs
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("trace", help="parse model output with a response template, with exact spans")
-    parser.add_argument("--response-template", required=True, metavar="FILE", help="the response template JSON")
+    add_model_inputs(parser, chat_template=False, special_tokens=False)
     parser.add_argument("--output", required=True, metavar="FILE", help="the raw model output")
     parser.add_argument("--prefix", metavar="FILE", help="the prompt the output continues (default: none)")
     parser.add_argument("--tools", metavar="FILE", help="JSON list of tools, to type tool-call arguments")
@@ -32,6 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "and column) and, for held-back text, the delimiters it may still become")
     add_timeout(parser, limits.REGEX_SECONDS, "the response template's regexes (summed over the whole parse)")
     parser.set_defaults(handler=run)
+
+
+def _placed(place, site) -> dict:
+    """A field site's line and columns in the file (`Origin.place`)."""
+    (line, column), (end_line, end_column) = place(site.line, site.column), place(site.end_line, site.end_column)
+    return {"line": line, "column": column, "end_line": end_line, "end_column": end_column}
 
 
 def split_text(text: str, chunk_size: int | None = None, seed: int | None = None) -> list[str]:
@@ -52,13 +64,22 @@ def run(args: argparse.Namespace) -> int:
     timeout = positive_timeout(args.timeout)
     if args.chunk_size is not None and args.chunk_size < 1:
         raise UsageError("--chunk-size must be at least 1")
-    text = read_text(args.response_template)
-    loaded = load_response_spec(text)
+    if args.model is None and not args.response_template:
+        raise UsageError("give a model folder or --response-template FILE")
+    inputs = read_model_inputs(args, folder_tokenizer=False)  # only --tokenizer cuts the output in tokens
+    if inputs.response_template is None and inputs.diagnostics:  # the folder's tokenizer_config.json is broken
+        print_diagnostics(inputs.diagnostics)
+        return 1
+    if inputs.response_template is None:
+        raise UsageError(f"{args.model} has no response template (tokenizer_config.json has no \"response_template\"); "
+                         "draft one with: python -m engine draft " + args.model)
+    label = inputs.origins["response_template"].path
+    loaded = load_response_spec(inputs.response_template)
     if not loaded.ok:
         if args.json:
             print_json({"message": None, "events": [], "prefix_events": [], "segments": [],
                         "diagnostics": [d.to_dict() for d in loaded.diagnostics]})
-        print_diagnostics(loaded.diagnostics, f"{args.response_template}: ")
+        print_diagnostics(loaded.diagnostics, f"{label}: ")
         return 1
     output = read_text(args.output)
     prefix = read_text(args.prefix) if args.prefix else ""
@@ -66,10 +87,20 @@ def run(args: argparse.Namespace) -> int:
     if tools is not None and not (isinstance(tools, list) and all(isinstance(t, dict) for t in tools)):
         raise UsageError(f"{args.tools}: tools must be a JSON list of tool objects, e.g. "
                          '[{"type": "function", "function": {"name": ..., "parameters": {...}}}]')
-    result = trace_text(loaded.template, output, prefix, tools, split_text(output, args.chunk_size, args.random_chunks),
-                        regex_seconds=timeout)
+    if args.tokenizer and args.chunk_size is None and args.random_chunks is None:
+        try:
+            chunks = split_tokens(output, cached_tokenizer(inputs.tokenizer))
+        except ValueError as e:
+            raise UsageError(f"cannot load tokenizer {args.tokenizer}: {e}") from None
+    else:
+        chunks = split_text(output, args.chunk_size, args.random_chunks)
+    result = trace_text(loaded.template, output, prefix, tools, chunks, regex_seconds=timeout)
     diagnostics = loaded.diagnostics + result.diagnostics
-    origins = explain_segments(result.segments, text, loaded.template, output) if args.explain else None
+    origins = None
+    if args.explain:  # where each key is written in the file (a tokenizer_config.json holds the template inside)
+        place = inputs.origins["response_template"].place
+        origins = [o if o.site is None else replace(o, site=replace(o.site, **_placed(place, o.site)))
+                   for o in explain_segments(result.segments, inputs.response_template, loaded.template, output)]
     if args.json:
         data = result.to_dict()
         data["diagnostics"] = [d.to_dict() for d in diagnostics]

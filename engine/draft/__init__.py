@@ -26,8 +26,11 @@ from ..diagnostics import Diagnostic
 from ..sandbox import bounded_or_why
 from .build import build
 from .locate import locate
+from .library import candidates
+from .match import Choice, Disagreement, Match, choose, history_limits
 from .probes import FIELDS, Failure, Turn, render_turns
-from .verify import Outcome, probe_cases, run_probe_checks, verify_turn
+from .told import what_is_told
+from .verify import Outcome, outcomes_of, probe_cases, run_probe_checks
 
 __all__ = ["Draft", "FieldReport", "draft_response_template"]
 
@@ -67,6 +70,11 @@ class Draft:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     probes: int = 0
     seconds: float = 0.0
+    # The library format the calls come from (None: read off the history, or no call field), a
+    # disagreement between the history and the tool instructions, and what the spec cannot say.
+    format: Match | None = None
+    disagreement: Disagreement | None = None
+    limits: list[str] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -84,6 +92,9 @@ class Draft:
                 "checks": [c.to_dict() for c in self.checks],
                 "probes": self.probes,
                 "seconds": round(self.seconds, 3),
+                "format": self.format.to_dict() if self.format else None,
+                "disagreement": self.disagreement.to_dict() if self.disagreement else None,
+                "limits": list(self.limits),
             },
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
@@ -140,17 +151,47 @@ def draft_response_template(
         ))  # fmt: skip
     primary = [t for t in turns if t.probe.primary]
     built = build(primary, missing, stops)
+    outcomes = outcomes_of(built.spec, turns, built.left_out)
+    # What the model is told (tool instructions, generation prompts) and the library's formats.
+    told = what_is_told(turns, failures)
+    history_calls = "tool_calls" in (built.spec or {}).get("fields", {}) and not any("tool_calls" in o.failed for o in outcomes)
+    choice = choose(candidates(built.spec, built.implicit, turns, told, outcomes), history_calls, turns)
+    taken = choice.candidate.taken if choice.candidate else ()
+    history_left_out = dict(built.left_out)
+    # When the history writes calls unlike the instructions, its turns with calls do not parse with
+    # what the model is told: they say nothing about the other fields, and cannot round-trip.
+    checked = [t for t in turns if choice.disagreement is None or not t.probe.message.get("tool_calls")]
+    round_trips = [t for t in checked if choice.disagreement is None or not any(m.get("tool_calls") for m in t.messages)]
+    if choice.candidate is not None:
+        built.spec = choice.candidate.spec
+        for name in taken:
+            built.left_out.pop(name, None)
+        outcomes = outcomes_of(built.spec, checked, built.left_out)
     draft.response_template = built.spec
-    drafted = set((built.spec or {}).get("fields", {}))
-    outcomes = [verify_turn(built.spec, t, drafted, set(built.left_out)) for t in turns] if built.spec else []
+    draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
     draft.fields = [
-        _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
+        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, []), turns, (documented or {}).get(name))
+        if name in taken
+        else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
         for name in FIELDS
     ]
+    calls = draft.report("tool_calls")
+    assert calls is not None
+    if choice.notes:
+        calls.notes += choice.notes
+    if "tool_calls" not in taken:
+        draft.limits += [limit for limit in history_limits([calls.message, *calls.notes]) if limit not in draft.limits]
+    if choice.disagreement is not None:
+        documented = {**(documented or {}), "tool_calls": "the chat template writes calls in history unlike what the "
+                      "tool instructions tell the model to write (see chat_lint.history_calls)"}  # fmt: skip
+        for report in draft.fields:
+            if report.field not in taken and report.shown:
+                report.notes.append("probes with calls are not counted (nor checked): the history's calls are not what "
+                                    "the model is told")
     if built.spec and checks:
         unverified = {f.field: f.message for f in draft.fields if f.status != "verified"}
         try:
-            draft.checks = run_probe_checks(chat_template, built.spec, probe_cases(turns, drafted), special_tokens,
+            draft.checks = run_probe_checks(chat_template, built.spec, probe_cases(round_trips, set(built.spec["fields"])), special_tokens,
                                             stops, {**unverified, **(documented or {})})  # fmt: skip
         except Exception as e:  # noqa: BLE001 - the draft stands without its checks; say why
             draft.diagnostics.append(Diagnostic("warning", f"The checks could not run on the draft: {e}", "response_template"))
@@ -178,8 +219,7 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
     if unwritten:
         notes.append(f"the template does not write it in {_probes(unwritten)}")
     if name in lost:
-        notes.append(f"the template writes only some of the calls of a message ({_probes(lost[name])}), "
-                     "so several calls in one message cannot be verified")  # fmt: skip
+        notes.append(_lost(lost[name]))
     bad = [(o.turn.probe.label, o.failed[name]) for o in outcomes if name in o.failed]
     described = describe(name, built.spec["fields"][name], name == built.implicit)
     if bad:
@@ -187,6 +227,44 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
         more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
         return FieldReport(name, "unverified", f"{described} It does not parse back in {len(bad)} of {shown} probes: {first}{more}.", notes, shown)
     return FieldReport(name, "verified", f"{described} Parsed back exactly in all {shown} probes that show it.", notes, shown)
+
+
+def library_report(name: str, choice: Choice, left_out: str | None, failures: list[Failure], lost: list[str],
+                   turns: list[Turn], documented: str | None) -> FieldReport:  # fmt: skip
+    """The report of a field taken from a library format: what it is, what it parses, and how the
+    history compares (`left_out`: why the history alone gave no such field)."""
+    candidate = choice.candidate
+    assert candidate is not None and choice.match is not None
+    spec = candidate.spec["fields"][name]
+    described = describe(name, spec, False)
+    source = f"It is the library's `{candidate.format.name}` format ({candidate.format.title}): {'; '.join(choice.match.how)}."
+    notes = [f"documented difference: {documented}"] if documented else []
+    refused = [f for f in failures if name in f.probe.message]
+    if refused:
+        notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
+    shown = candidate.probes[1] if name == "tool_calls" else sum(1 for t in turns if any(s.field == name for s in t.spans))
+    if lost:
+        notes.append(_lost(lost))
+    if choice.disagreement is not None and name == "tool_calls":
+        notes.append(f"the history writes calls differently, which is a bug in the chat template (the check "
+                     f"chat_lint.history_calls shows both texts): {choice.disagreement.history[:160]!r}")  # fmt: skip
+    elif left_out == "not written":
+        notes.append(f"the history alone does not show it: the chat template never writes `{name}` into an assistant turn")
+    elif left_out:
+        notes.append(f"the history alone does not show it: {left_out}")
+    parsed = candidate.probes[0]
+    if candidate.verifies and (candidate.history_agrees or not shown or choice.disagreement is not None):
+        return FieldReport(name, "verified", f"{described} {source}", notes, shown)
+    why = (f" It does not parse {shown - parsed} of the {shown} history probes with calls"
+           + (": the format needs what the spec cannot say (below)." if candidate.format.limits
+              else ": the calls come back, their arguments differ." if candidate.named == shown else ".")
+           if parsed < shown else " Not every example the format has parses here.")  # fmt: skip
+    return FieldReport(name, "unverified", f"{described} {source}{why}", notes, shown)
+
+
+def _lost(labels: list[str]) -> str:
+    return (f"the template writes only some of the calls of a message ({_probes(labels)}), so several calls in one "
+            "message cannot be verified")
 
 
 def _not_inferable(name: str, why: str, turns: list[Turn], chat_template: str | dict) -> str:

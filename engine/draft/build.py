@@ -32,6 +32,9 @@ class Built:
     closes: dict[str, Delimiter | None] = field(default_factory=dict)
     calls: CallShape | None = None
     anchors: list[str] = field(default_factory=list)
+    # The template writes text after the implicit field's close (Gemma's "<end_of_turn>\n" when the
+    # eos token is another one): the field repeats, so that text cannot replace the field's own.
+    trailing: str | None = None
 
     def assemble(self) -> None:
         """Write `spec` from the delimiters."""
@@ -49,9 +52,10 @@ class Built:
                 spec.update(call_parser(self.calls))
             else:
                 spec["content"] = "text"
-            if name == self.implicit and sum(1 for n in self.opens if n not in self.left_out) > 1:
+            if name == self.implicit and (sum(1 for n in self.opens if n not in self.left_out) > 1 or self.trailing):
                 # Text around other regions may come in several stretches (the newline between two
-                # calls): join them, or a later stretch would replace the text before it.
+                # calls, the newline after the close): join them, or a later stretch would replace
+                # the text before it.
                 spec.update({"repeats": True, "join": ""})
             fields[name] = {k: spec[k] for k in sorted(spec, key=_KEY_ORDER.index)}
         if not fields:
@@ -87,6 +91,13 @@ def build(turns: list[Turn], missing: dict[str, str], stop_tokens: list[str]) ->
     for name in built.opens:
         if name not in built.left_out:
             built.closes[name] = _close(name, found[name], commons[name], built, stop_tokens)
+    if built.implicit is not None and built.implicit not in built.left_out:
+        after = _after_close(found[built.implicit], built.closes.get(built.implicit))
+        if after:
+            built.trailing = after[1]
+            built.notes[built.implicit].append(
+                f"the template writes {after[1]!r} after {after[0]!r}, which the stop tokens do not cut off, so the "
+                "field repeats (joined): text after the close cannot replace what came before it")
     active = [o for n, o in built.opens.items() if o is not None and n not in built.left_out]
     built.anchors = start_anchor(turns, active)
     if not built.anchors and active:
@@ -142,6 +153,21 @@ def _close(name: str, found: list[Occurrence], common: str | None, built: Built,
         elif closed is not None and closed.raw is None and ends:
             closed.alternatives = ends
     return closed
+
+
+def _after_close(found: list[Occurrence], closed: Delimiter | None) -> tuple[str, str] | None:
+    """The implicit field's close and what an output holds after it, when it ends with text after it
+    (a turn separator the template writes and the stop tokens do not cut off)."""
+    if closed is None or closed.raw is not None:
+        return None
+    for occurrence in found:
+        if occurrence.next_field is not None:
+            continue
+        rest = occurrence.after.lstrip()
+        for close in (closed.text, *closed.alternatives):
+            if close and rest.startswith(close) and rest[len(close) :]:
+                return close, rest[len(close) :]
+    return None
 
 
 def _between_calls(found: list[Occurrence], built: Built) -> Delimiter | None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..content_parts import as_parts
 from ..diagnostics import Diagnostic
 from ..render import render
 from ..transformers_compat import template_variables
@@ -78,6 +80,9 @@ class Context:
     kwargs: dict
     thinking: bool = True
     last_sentinel: str = USER  # the text of the last message, after which the prompt's tail starts
+    parts: bool = False  # messages' text given as content parts (a template that reads only parts)
+    prompt: str = ""  # the conversation rendered with the generation prompt (once rendered)
+    header: str = ""  # ... its generation prompt ("" when the template adds none)
 
 
 @dataclass
@@ -192,19 +197,29 @@ def probes_for(context: Context) -> list[Probe]:
 
 
 def render_turns(
-    chat_template: str | dict, special_tokens: dict, kwargs: dict, stop_tokens: list[str]
+    chat_template: str | dict, special_tokens: dict, kwargs: dict, stop_tokens: list[str],
+    select: Callable[[Probe], bool] | None = None,
 ) -> tuple[list[Turn], list[Failure]]:
-    """Render every probe. A probe the template refuses (raise_exception, an error) is a failure with
-    the template's message, not an error of the draft."""
+    """Render every probe (or those `select` keeps; a context none of whose probes it keeps is not
+    rendered). A probe the template refuses (raise_exception, an error) is a failure with the
+    template's message, not an error of the draft."""
     turns: list[Turn] = []
     failures: list[Failure] = []
     for context in contexts(thinking_kwarg(chat_template), kwargs):
-        probes = probes_for(context)
+        probes = [p for p in probes_for(context) if select is None or select(p)]
+        if not probes:
+            continue
 
         def draw(messages: list[dict], generation: bool) -> tuple[Any, str | None]:
             return _render_adapted(chat_template, messages, context, generation, special_tokens)
 
         prompt, adapted = draw(context.messages, True)
+        if prompt.ok and context.last_sentinel not in prompt.prompt:
+            # A template that reads content only as parts (SmolVLM's) drops text given as a string:
+            # the conversation and every probe as text parts.
+            parted, _ = draw([as_parts(m) for m in context.messages], True)
+            if parted.ok and context.last_sentinel in parted.prompt:
+                context.messages, context.parts, prompt = [as_parts(m) for m in context.messages], True, parted
         if not prompt.ok:
             failures += [Failure(p, _first(prompt.diagnostics)) for p in probes]
             continue
@@ -213,6 +228,7 @@ def render_turns(
         without, _ = draw(context.messages, False)
         # The generation prompt: what the prompt adds to the conversation rendered without it.
         header = prompt.prompt[len(without.prompt) :] if without.ok and prompt.prompt.startswith(without.prompt) else ""
+        context.prompt, context.header = prompt.prompt, header
         at = prompt.prompt.rfind(context.last_sentinel)
         if at < 0:
             failures += [Failure(p, "the prompt does not contain the last message's text, so the turn cannot be found")
@@ -220,7 +236,7 @@ def render_turns(
             continue
         tail = prompt.prompt[at + len(context.last_sentinel) :]
         for probe in probes:
-            messages = [*context.messages, probe.message]
+            messages = [*context.messages, as_parts(probe.message) if context.parts else probe.message]
             history, adapted = draw(messages, False)
             if not history.ok:
                 failures.append(Failure(probe, _first(history.diagnostics)))

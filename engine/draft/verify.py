@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from transformers.utils.chat_parsing import parse_response
+from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
 from ..cases import Case
 from ..checks import CheckResult, run_checks
@@ -47,7 +48,7 @@ def expected_message(turn: Turn, drafted: set[str]) -> dict:
     return message
 
 
-def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -> Outcome:
+def verify_turn(spec: dict | ResponseTemplate, turn: Turn, drafted: set[str], left_out: set[str]) -> Outcome:
     try:
         parsed = parse_response(turn.output, spec, prefix=turn.prompt, tools=turn.probe.context.tools)
     except Exception as e:  # noqa: BLE001 - the parser's message is the finding
@@ -74,6 +75,18 @@ def verify_turn(spec: dict, turn: Turn, drafted: set[str], left_out: set[str]) -
         else:
             outcome.failed[name] = f"takes text that belongs to no field: {_show(value)}"
     return outcome
+
+
+def outcomes_of(spec: dict | None, turns: list[Turn], left_out: dict[str, str] | set[str]) -> list[Outcome]:
+    """Every turn parsed with `spec` (none without a spec)."""
+    if not spec:
+        return []
+    drafted = set(spec.get("fields", {}))
+    try:
+        compiled: dict | ResponseTemplate = load_response_template(spec)  # once, not per turn
+    except Exception:  # noqa: BLE001 - each turn then says why it does not parse
+        compiled = spec
+    return [verify_turn(compiled, t, drafted, set(left_out)) for t in turns]
 
 
 def _difference(name: str, expected: Any, got: Any) -> str:

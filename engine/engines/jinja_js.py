@@ -1,46 +1,37 @@
 """@huggingface/jinja (what transformers.js and the Hub's own pages render chat templates with), run
-under Node.js. `install` puts the npm package once into a cache folder (`.cache/engines/` in the
-repository, or `$PLAYGROUND_ENGINES_CACHE`); where Node.js or the package is missing, the engine
-is reported as not checked, never as a failure.
+under Node.js. `install` puts the npm package once into the cache folder (`engine.npm_packages`:
+`.cache/engines/` in the repository, or `$PLAYGROUND_ENGINES_CACHE`); where Node.js or the package
+is missing, the engine is reported as not checked, never as a failure.
 
 One Node.js process renders a whole batch (starting it costs ~0.1 s); it is killed when it overruns
 its time, and its heap is capped."""
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import subprocess
 import threading
 from pathlib import Path
+
+from .. import npm_packages
 
 PACKAGE = "@huggingface/jinja"
 VERSION = "0.5.11"
 SCRIPT = Path(__file__).with_name("render_jinja_js.mjs")
 # Node's heap for one batch: chat templates need a few MB; a template building huge strings stops here.
 HEAP_MB = 256
-INSTALL_TIMEOUT = 180.0
 
 _lock = threading.Lock()
 _status: dict[str, str | None] = {}
 
 
 def cache_dir() -> Path:
-    default = Path(__file__).resolve().parents[2] / ".cache" / "engines"
-    return Path(os.environ.get("PLAYGROUND_ENGINES_CACHE", default))
+    return npm_packages.cache_dir()
 
 
 def module_path() -> Path:
-    return cache_dir() / "node_modules" / "@huggingface" / "jinja" / "dist" / "index.js"
-
-
-def _installed_version() -> str | None:
-    try:
-        return json.loads((module_path().parent.parent / "package.json").read_text()).get("version")
-    except (OSError, ValueError):
-        return None
+    return npm_packages.package_dir(PACKAGE) / "dist" / "index.js"
 
 
 def unavailable() -> str | None:
@@ -48,7 +39,7 @@ def unavailable() -> str | None:
     (in a worker, on a visitor's clock) never waits for an install."""
     if shutil.which("node") is None:
         return "not checked: Node.js not found"
-    if _installed_version() == VERSION:
+    if npm_packages.installed_version(PACKAGE) == VERSION:
         return None
     with _lock:
         failed = _status.get(str(cache_dir()))
@@ -62,30 +53,8 @@ def unavailable() -> str | None:
 def _prepare() -> str | None:
     if shutil.which("node") is None:
         return "not checked: Node.js not found"
-    if _installed_version() == VERSION:
-        return None
-    npm = shutil.which("npm")
-    if npm is None:
-        return f"not checked: {PACKAGE} is not installed and npm was not found"
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    # Several processes (test workers, app workers) may start at once: one installs, the others wait.
-    with open(folder / ".install-lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _installed_version() == VERSION:
-            return None
-        try:
-            done = subprocess.run(
-                [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", "--no-package-lock",
-                 "--loglevel=error", f"{PACKAGE}@{VERSION}"],
-                capture_output=True, text=True, timeout=INSTALL_TIMEOUT,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as e:
-            return f"not checked: installing {PACKAGE} failed ({type(e).__name__})"
-    if done.returncode != 0 or _installed_version() != VERSION:
-        last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        return f"not checked: installing {PACKAGE} failed ({last})"
-    return None
+    why = npm_packages.install({PACKAGE: VERSION})
+    return f"not checked: {why}" if why else None
 
 
 def install() -> str | None:

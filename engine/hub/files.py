@@ -11,7 +11,7 @@ import io
 import json
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 
@@ -283,8 +283,7 @@ def _check_chat_template(chat_template: ChatTemplate | None) -> list[Diagnostic]
         except Exception as e:  # noqa: BLE001 - the author's template, the author's error to see
             error = template_error(e, text)
             if name is not None and name != "default":
-                error = Diagnostic(error.severity, f"In the template named {name!r}: {error.message}", error.source,
-                                   error.line, error.column, error.snippet, error.hint)
+                error = replace(error, message=f"In the template named {name!r}: {error.message}")
             problems.append(error)
     return problems
 
@@ -306,13 +305,13 @@ def _json_file(texts: dict[str, str | None], path: str, diagnostics: list[Diagno
     except json.JSONDecodeError as e:
         line, column = line_col(text, e.pos)
         diagnostics.append(Diagnostic("error", f"{path} is not valid JSON: {e.msg}.", "hub", line=line, column=column,
-                                      snippet=line_text(text, line)))
+                                      snippet=line_text(text, line), file=path))
         return None
     except RecursionError:
         diagnostics.append(too_deep("hub", path))
         return None
     if not isinstance(data, dict):
-        diagnostics.append(Diagnostic("error", f"{path} should hold a JSON object.", "hub"))
+        diagnostics.append(Diagnostic("error", f"{path} should hold a JSON object.", "hub", file=path))
         return None
     if problems := check_value(data, "hub", path, text):  # too deep, or text that is not valid Unicode
         diagnostics += problems
@@ -328,7 +327,7 @@ def _template_value(value: Any, path: str, diagnostics: list[Diagnostic]) -> Cha
                                        and isinstance(t.get("template"), str) for t in value):
         return {t["name"]: t["template"] for t in value}
     diagnostics.append(Diagnostic("error", f"The chat_template in {path} is neither a string nor a list of "
-                                  '{"name": ..., "template": ...}.', "hub"))
+                                  '{"name": ..., "template": ...}.', "hub", file=path))
     return None
 
 

@@ -21,6 +21,7 @@ import regex
 from transformers.utils.chat_parsing import parse_response
 
 from ..cases import Case, generation_start, render_case
+from ..content_parts import as_parts, text_of, writes_parts
 from ..diagnostics import Diagnostic
 from ..render import RenderResult
 from ..response_spec import compile_spec, load_response_spec
@@ -155,10 +156,7 @@ def _topic(messages: list[dict], delimiters: list[str]) -> str:
     for message in reversed(messages):
         if message.get("role") != "user":
             continue
-        content = message.get("content")
-        if isinstance(content, list):
-            content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-        text = (content if isinstance(content, str) else "").strip().split("\n")[0].strip()
+        text = text_of(message.get("content")).strip().split("\n")[0].strip()
         if not text:
             continue
         if len(text) > 60:
@@ -300,6 +298,8 @@ class SimulatedRunner:
     def _render_history(self, message: dict) -> str:
         case = self.case
         earlier = case.messages[:-1] if case.continue_final_message else case.messages
+        if writes_parts(earlier):  # the reply goes into history as the conversation writes its assistant turns
+            message = as_parts(message)
         attempts = [message]
         if "content" not in message:  # some templates read message.content unguarded
             attempts.append({**message, "content": ""})

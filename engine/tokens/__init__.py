@@ -10,6 +10,7 @@ training masks, delimiters across token boundaries).
 from .load import (
     LoadedTokenizer,
     TokenizerFiles,
+    cached_load,
     cached_tokenizer,
     from_model,
     load_tokenizer_bytes,
@@ -17,7 +18,9 @@ from .load import (
     load_tokenizer_path,
     load_tokenizer_repo,
     load_tokenizer_uploads,
+    read_tokenizer_path,
 )
+from .special import read_special_tokens, special_tokens_for, special_tokens_text
 from .view import TokenView, assistant_mask, prompt_tokens, token_view
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "TokenView",
     "TokenizerFiles",
     "assistant_mask",
+    "cached_load",
     "cached_tokenizer",
     "from_model",
     "load_tokenizer_bytes",
@@ -33,5 +37,9 @@ __all__ = [
     "load_tokenizer_repo",
     "load_tokenizer_uploads",
     "prompt_tokens",
+    "read_special_tokens",
+    "read_tokenizer_path",
+    "special_tokens_for",
+    "special_tokens_text",
     "token_view",
 ]

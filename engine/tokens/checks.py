@@ -40,8 +40,10 @@ def check_tokens(ctx: Any, outputs: list) -> list[CheckResult]:
     if ctx.tokenizer is None:
         return [CheckResult("tokens", "info", NO_TOKENIZER), *results]
     tokenizer = ctx.tokenizer
+    # Delimiters on token boundaries need the response template's delimiters (a chat template alone has none).
+    boundaries = check_delimiter_boundaries(ctx, tokenizer, outputs) if ctx.template is not None else []
     return [*check_double_bos(ctx, tokenizer), *check_special_text(ctx, tokenizer),
-            *check_stop_tokens(ctx, tokenizer), *results, *check_delimiter_boundaries(ctx, tokenizer, outputs)]
+            *check_stop_tokens(ctx, tokenizer), *results, *boundaries]
 
 
 def _pieces(tokenizer: Any, text: str) -> list[str]:
@@ -105,7 +107,7 @@ def special_texts(ctx: Any) -> dict[str, str]:
         literals = ""
     for match in _SPECIAL.finditer(literals):
         found.setdefault(match.group(), "chat_template")
-    for spec in ctx.template.fields.values():
+    for spec in ctx.template.fields.values() if ctx.template is not None else ():
         for literal in (*(spec.open_literals or ()), *(spec.close_literals or ())):
             for match in _SPECIAL.finditer(literal):
                 found.setdefault(match.group(), "response_template")

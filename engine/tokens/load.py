@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import limits
-from ..diagnostics import Diagnostic
+from ..diagnostics import Diagnostic, line_text
 from ..public import policy
+from .special import parsed, vocabulary_problems
 
 TOKENIZER_FILE = "tokenizer.json"
 TOKENIZER_CONFIG = "tokenizer_config.json"
@@ -48,6 +49,15 @@ class TokenizerFiles:
     config: bytes | None = None
     special_tokens_map: bytes | None = None
     source: str = ""
+
+    @cached_property
+    def special_tokens(self) -> dict[str, str]:
+        """The special tokens these files declare, as a Hub load reads them (and as
+        `tokenizer.special_tokens_map` gives them): what templates render with (`engine.tokens.special`)."""
+        from ..hub.files import special_tokens_of
+
+        config, legacy = parsed(self.config), parsed(self.special_tokens_map)
+        return special_tokens_of(config if isinstance(config, dict) else {}, legacy if isinstance(legacy, dict) else None)
 
     @cached_property  # asked for on every keystroke with Tokens on: hashing 10 MB takes ~10 ms
     def key(self) -> str:
@@ -81,10 +91,13 @@ def _error(message: str, hint: str | None = None) -> Diagnostic:
 
 
 def load_tokenizer_files(files: TokenizerFiles) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
-    """Build the tokenizer from `files`; never raises: every problem is a diagnostic."""
-    problems = _check_files(files)
+    """Build the tokenizer from `files`; never raises: every problem is a diagnostic (a special token
+    the config declares that tokenizer.json lacks is one, at its key in tokenizer_config.json)."""
+    problems, tokenizer_json = _check_files(files)
     if problems:
         return None, problems
+    config_text = files.config.decode("utf-8") if files.config is not None else None
+    missing = vocabulary_problems(tokenizer_json, config_text, files.special_tokens)
     try:
         tokenizer, notes = _build(files)
     except Exception as e:  # noqa: BLE001 - a malformed tokenizer.json is the author's to see
@@ -93,6 +106,7 @@ def load_tokenizer_files(files: TokenizerFiles) -> tuple[LoadedTokenizer | None,
                              "Use the tokenizer.json that tokenizer.save_pretrained() writes.")]
     if not getattr(tokenizer, "is_fast", True) or not hasattr(tokenizer, "backend_tokenizer"):
         return None, [_error("This is not a fast tokenizer.", "Save it with tokenizer.save_pretrained() to get a tokenizer.json.")]
+    notes = [*missing, *notes]
     return LoadedTokenizer(files, tokenizer, notes), notes
 
 
@@ -118,10 +132,12 @@ def load_tokenizer_uploads(uploads: dict[str, bytes]) -> tuple[LoadedTokenizer |
     return loaded, problems
 
 
-def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None
-                        ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
-    """From a `tokenizer.json` file or a folder holding one. `allow_paths` defaults to what public
-    mode allows (a public server never reads a path a visitor names; the command line may)."""
+def read_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None
+                        ) -> tuple[TokenizerFiles | None, list[Diagnostic]]:
+    """The files of a `tokenizer.json` (and its `tokenizer_config.json` and `special_tokens_map.json`
+    beside it) or of a folder holding one, read but not built (what a command sends to the worker).
+    `allow_paths` defaults to what public mode allows (a public server never reads a path a visitor
+    names; the command line may)."""
     if not (policy().allow_paths if allow_paths is None else allow_paths):
         return None, [_error("This public server does not read folders.", "Upload tokenizer.json, or load a Hub repo.")]
     root = Path(path)
@@ -144,8 +160,15 @@ def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = N
             data[name] = file.read_bytes()
         except OSError as e:
             return None, [_error(f"Cannot read {file}: {e.strerror}.")]
-    return load_tokenizer_bytes(data[TOKENIZER_FILE], data.get(TOKENIZER_CONFIG), data.get(SPECIAL_TOKENS_MAP),
-                                source=str(root))
+    return TokenizerFiles(data[TOKENIZER_FILE], data.get(TOKENIZER_CONFIG), data.get(SPECIAL_TOKENS_MAP),
+                          source=str(root)), []
+
+
+def load_tokenizer_path(path: str | os.PathLike, *, allow_paths: bool | None = None
+                        ) -> tuple[LoadedTokenizer | None, list[Diagnostic]]:
+    """From a `tokenizer.json` file or a folder holding one (`read_tokenizer_path`), built."""
+    files, problems = read_tokenizer_path(path, allow_paths=allow_paths)
+    return (None, problems) if files is None else load_tokenizer_files(files)
 
 
 def load_tokenizer_repo(repo_id: str, revision: str | None = None, *, token: str | None = None,
@@ -192,8 +215,9 @@ def from_model(tokenizer: Any, source: str) -> tuple[LoadedTokenizer | None, lis
     return LoadedTokenizer(files, tokenizer), []
 
 
-def _check_files(files: TokenizerFiles) -> list[Diagnostic]:
-    problems = []
+def _check_files(files: TokenizerFiles) -> tuple[list[Diagnostic], Any]:
+    """Problems with the files' size and JSON, and tokenizer.json's value (for what else is checked)."""
+    problems, tokenizer_json = [], None
     for name, data in ((TOKENIZER_FILE, files.tokenizer_json), (TOKENIZER_CONFIG, files.config),
                        (SPECIAL_TOKENS_MAP, files.special_tokens_map)):
         if data is None:
@@ -204,14 +228,25 @@ def _check_files(files: TokenizerFiles) -> list[Diagnostic]:
         try:
             value = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
-            problems.append(_error(f"{name} is not valid JSON: {str(e)[:160]}"))
+            problems.append(_json_error(name, data, e))
             continue
         if not isinstance(value, dict):
             problems.append(_error(f"{name} must be a JSON object."))
         elif name == TOKENIZER_FILE and "model" not in value:
             problems.append(_error("tokenizer.json has no 'model': it is not a tokenizers file.",
                                    "Use the tokenizer.json that tokenizer.save_pretrained() writes."))
-    return problems
+        elif name == TOKENIZER_FILE:
+            tokenizer_json = value
+    return problems, tokenizer_json
+
+
+def _json_error(name: str, data: bytes, error: Exception) -> Diagnostic:
+    """A file that is not JSON, at the line and column of the problem when there is one."""
+    if isinstance(error, json.JSONDecodeError):
+        line, column = error.lineno, error.colno
+        return Diagnostic("error", f"{name} is not valid JSON: {error.msg}.", "tokenizer", line=line, column=column,
+                          snippet=line_text(error.doc, line), file=name)
+    return _error(f"{name} is not valid JSON: {str(error)[:160]}")
 
 
 def _too_large(name: str, size: int) -> Diagnostic:
@@ -253,9 +288,9 @@ _cache: OrderedDict[str, Any] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
-def cached_tokenizer(files: TokenizerFiles) -> Any:
-    """The tokenizer built from `files`, from this process's small keyed cache. Raises ValueError
-    with the load problem when it cannot be built."""
+def cached_load(files: TokenizerFiles) -> LoadedTokenizer:
+    """The tokenizer built from `files` (with what loading it noted), from this process's small keyed
+    cache. Raises ValueError with the load problem when it cannot be built."""
     key = files.key
     with _cache_lock:
         if key in _cache:
@@ -265,7 +300,12 @@ def cached_tokenizer(files: TokenizerFiles) -> Any:
     if loaded is None:
         raise ValueError(problems[0].message if problems else "the tokenizer could not be loaded")
     with _cache_lock:
-        _cache[key] = loaded.tokenizer
+        _cache[key] = loaded
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    return loaded.tokenizer
+    return loaded
+
+
+def cached_tokenizer(files: TokenizerFiles) -> Any:
+    """The transformers tokenizer of `cached_load(files)`."""
+    return cached_load(files).tokenizer

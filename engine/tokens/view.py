@@ -152,7 +152,7 @@ def _cache_get(key: str) -> Any:
     from .load import _cache, _cache_lock
 
     with _cache_lock:
-        return _cache[key]
+        return _cache[key].tokenizer
 
 
 def prompt_tokens(files: TokenizerFiles, prompt: str, generation_spans: list[tuple[int, int]] | None = None,

@@ -1,47 +1,75 @@
 """"Draft from the chat template" in a real browser: the draft appears as a diff against the response
-template with the per-field report, goes into the editor only when applied, and undo puts the
-previous text back, byte for byte."""
+template with the per-field report (the library format the calls come from; a history that writes
+calls unlike the instructions, both texts side by side), goes into the editor only when applied,
+and undo puts the previous text back, byte for byte."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from playwright.sync_api import Page, expect
 
-from engine.presets import load_preset
 from tests.browser.conftest import screenshot
-from tests.browser.test_playground import share, shared_workspace
+from tests.browser.test_playground import pick, share, shared_workspace
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "draft"
+CONTENT_ONLY = json.dumps({"start_anchor": "<|im_start|>assistant\n", "fields": {"content": {"close": "<|im_end|>"}}}, indent=2)
+
+
+def replace_text(page: Page, elem_id: str, text: str) -> None:
+    page.locator(f"#{elem_id} .cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(text)
 
 
 def test_draft_shows_a_diff_and_report_applies_on_request_and_undoes(page: Page):
-    smollm3 = load_preset("smollm3")  # the preset a new session shows
+    # SmolLM3 (the preset a new session shows) with a response template that reads content only: its
+    # history shows neither reasoning nor calls, its instructions and the format library give both.
     editor = page.locator("#response-editor .cm-content")
-    expect(editor).to_contain_text('"reasoning_content"')
+    replace_text(page, "response-editor", CONTENT_ONLY)
+    expect(editor).not_to_contain_text('"tool_calls"')
 
     page.click("#draft-button")
     box = page.locator("#draft-box")
     expect(box).to_be_visible(timeout=60_000)
-    # The diff against the current response template: SmolLM3's history shows neither reasoning nor calls.
-    expect(page.locator("#draft-diff .del").filter(has_text='"reasoning_content"')).to_have_count(1)
-    expect(page.locator("#draft-diff .del").filter(has_text='"tool_calls"')).to_have_count(1)
-    reasoning = page.locator('#draft-report .draft-field[data-field="reasoning_content"]')
-    expect(reasoning).to_contain_text("not inferable")
-    expect(reasoning).to_contain_text("never renders `reasoning_content` in history")
-    expect(page.locator('#draft-report .draft-field[data-field="content"]')).to_contain_text("verified")
+    expect(page.locator("#draft-diff .add").filter(has_text='"reasoning_content"')).to_have_count(1)
+    expect(page.locator("#draft-diff .add").filter(has_text='"tool_calls"')).to_have_count(1)
+    calls = page.locator('#draft-report .draft-field[data-field="tool_calls"]')
+    expect(calls).to_contain_text("verified")
+    expect(calls).to_contain_text("the chat template never writes `tool_calls` into an assistant turn")
+    expect(page.locator("#draft-report .draft-format")).to_contain_text("From the format library")
+    expect(page.locator("#draft-report .draft-format")).to_contain_text("the tool instructions")
     expect(page.locator("#draft-report .draft-checks")).to_contain_text("passed")
     # Nothing changes until the author applies it.
-    expect(editor).to_contain_text('"reasoning_content"')
+    expect(editor).not_to_contain_text('"tool_calls"')
     screenshot(page, "draft-review")
 
     page.click("#draft-apply")
     expect(box).to_be_hidden()
-    expect(editor).not_to_contain_text('"reasoning_content"')
-    expect(editor).to_contain_text('"start_anchor"')
+    expect(editor).to_contain_text('"tool_calls"')
     expect(page.locator("#draft-undo")).to_be_visible()
     expect(page.locator("#response-diagnostics")).to_contain_text("Response template loads")
-    applied = shared_workspace(share(page)).response_template
-    assert '"reasoning_content"' not in applied and applied != smollm3.response_template
+    assert '"tool_calls"' in shared_workspace(share(page)).response_template
 
     page.click("#draft-undo")
-    expect(editor).to_contain_text('"reasoning_content"')
+    expect(editor).not_to_contain_text('"tool_calls"')
     expect(page.locator("#draft-undo")).to_be_hidden()
     expect(page.locator("#draft-status")).to_contain_text("previous response template is back")
-    assert shared_workspace(share(page)).response_template == smollm3.response_template  # byte for byte
+    assert shared_workspace(share(page)).response_template == CONTENT_ONLY  # byte for byte
+
+
+def test_a_history_unlike_the_instructions_is_shown_side_by_side(page: Page):
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    replace_text(page, "chat-editor", (FIXTURES / "history_disagrees.jinja").read_text().strip())
+    page.click("#draft-button")
+    found = page.locator("#draft-report .draft-disagreement")
+    expect(found).to_be_visible(timeout=60_000)
+    expect(found).to_contain_text("The history writes calls unlike what the model is told")
+    told, history = found.locator(".draft-sides > div").all()
+    expect(told.locator("pre")).to_contain_text('{"name": <function-name>, "arguments": <args-json-object>}')
+    expect(history.locator("pre")).to_contain_text('{"name": "zq_lookup"}, "arguments": {')
+    # Side by side: the two texts start at the same height.
+    assert abs(told.bounding_box()["y"] - history.bounding_box()["y"]) < 2
+    expect(page.locator('#draft-report .draft-field[data-field="tool_calls"]')).to_contain_text("a bug in the chat template")
+    screenshot(page, "draft-disagreement")

@@ -182,6 +182,7 @@ def test_edits_survive_a_reload(page: Page, app_url: str):
     content.click()
     page.keyboard.press("Control+Home")
     page.keyboard.type("{#- my reload edit -#}\n")
+    page.click('.view-switch button[data-view="json"]')  # the messages as JSON (the conversation editor is the default)
     messages = page.locator("#messages-editor .cm-content")
     messages.click()
     page.keyboard.press("Control+a")

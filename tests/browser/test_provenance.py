@@ -51,8 +51,9 @@ def test_hover_a_prompt_character_highlights_its_template_line_and_message(page:
     index = next(i for i, m in enumerate(messages) if m["role"] == "user")
     words = messages[index]["content"][:20]
     page.locator("#prompt-view [data-p]", has_text=words).first.hover()
-    page.wait_for_function("document.querySelectorAll('#messages-editor .cm-line.pv-msg').length > 0")
-    assert any(words in line for line in marked_lines(page, "messages-editor", "pv-msg"))
+    # Its card in the conversation editor (and its lines in the JSON view, when that is shown).
+    page.wait_for_selector(f'#conversation [data-message="{index}"].pv-msg')
+    assert page.locator("#conversation .pv-msg").count() == 1
     assert f"message {index} (user)" in page.locator("#pv-readout").text_content()
     screenshot(page, "provenance-hover")
 

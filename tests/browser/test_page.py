@@ -1,0 +1,398 @@
+"""The page for authors and classrooms (issue 23), in Chromium: each template beside what it makes on
+a laptop's first screen for every preset, no label cut at 1280 px or on a phone, axe-core's WCAG 2
+A/AA audit with no serious or critical violation in both themes, region kinds that do not depend on
+colour, the page used by keyboard alone, the conversation editor in step with the JSON view, the
+presentation mode, and diagnostics marked when they change rather than on a timer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from app.sources import preset_choices
+from tests.browser import axe
+from tests.browser.conftest import open_app, screenshot
+from tests.browser.test_playground import pick, set_number, wait_for_run
+
+LAPTOP = {"width": 1440, "height": 900}
+NARROW_LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def axe_installed() -> None:
+    problem = axe.install()
+    assert problem is None, problem
+
+
+def visible_height(page: Page, selector: str) -> float:
+    """How many pixels of `selector` are inside the window (scrolled to the top)."""
+    return page.evaluate(
+        """(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+                      return Math.max(0, Math.min(r.bottom, innerHeight) - Math.max(r.top, 0)); }""",
+        selector,
+    )
+
+
+def line_height(page: Page, editor: str) -> float:
+    """The height of one line of text in a code editor (a wrapped line is several)."""
+    return page.evaluate("(sel) => window.playgroundEditorView(document.querySelector(sel)).defaultLineHeight", editor)
+
+
+# Text a person reads as a control's name or a heading; "cut" when a box that hides its overflow
+# (not one that scrolls) ends before the text does.
+CUT_LABELS_JS = """() => {
+  const selector = '[data-testid="block-info"], [data-testid="block-label"], .label-text, label, button, .label-wrap span, '
+    + '.panel-title, .conv-label, legend, .chip, [role=tab], .view-switch button, .header .title, .header .version';
+  const cut = [];
+  for (const el of document.querySelectorAll(selector)) {
+    const r = el.getBoundingClientRect();
+    if (r.width <= 1 || r.height <= 1 || el.closest('.cm-editor, [aria-hidden=true]')) continue;  // hidden, or for screen readers only
+    if (getComputedStyle(el).visibility === 'hidden') continue;
+    let why = null;
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible') why = 'its own box';
+    if (r.right > innerWidth + 1 || r.left < -1) why = 'the window';
+    for (let a = el.parentElement; a && !why; a = a.parentElement) {
+      const s = getComputedStyle(a);
+      if (s.overflowX === 'auto' || s.overflowX === 'scroll') break;  // scrolled into view, not cut
+      if (s.overflowX === 'hidden' || s.overflowX === 'clip') {
+        const b = a.getBoundingClientRect();
+        if (r.right > b.right + 1 || r.left < b.left - 1) why = 'a box that hides overflow: ' + (a.id || a.className);
+      }
+    }
+    if (why) cut.push(`${el.tagName}.${el.className} “${el.textContent.trim().slice(0, 40)}” cut by ${why}`);
+  }
+  return cut;
+}"""
+
+
+def cut_labels(page: Page) -> list[str]:
+    return page.evaluate(CUT_LABELS_JS)
+
+
+def test_each_template_beside_what_it_makes_on_a_laptop_screen_for_every_preset(page: Page):
+    page.set_viewport_size(LAPTOP)
+    for display, name in preset_choices():
+        pick(page, "preset-picker", display)
+        expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+        page.evaluate("window.scrollTo(0, 0)")
+        run = page.locator("#run-button").bounding_box()
+        assert run and run["y"] >= 0 and run["y"] + run["height"] <= LAPTOP["height"], (name, run)
+        for editor in ("#chat-editor", "#response-editor"):
+            lines = visible_height(page, f"{editor} .cm-scroller") / line_height(page, editor)
+            assert lines >= 8, (name, editor, lines)  # several lines of each template on the first screen
+        chat, response = (page.locator(f"{e} .cm-scroller").bounding_box() for e in ("#chat-editor", "#response-editor"))
+        prompt, stream = (page.locator(s).bounding_box() for s in ("#prompt-view", "#stream-view"))
+        assert chat["x"] + chat["width"] <= prompt["x"] and response["x"] + response["width"] <= stream["x"], name
+        assert visible_height(page, "#prompt-view") >= 120, name
+        assert visible_height(page, "#stream-view") >= 120 and visible_height(page, "#message-view") >= 120, name
+        assert not cut_labels(page), (name, cut_labels(page))
+    screenshot(page, "laptop-first-screen")
+
+
+def test_no_label_is_cut_at_1280_px_nor_on_a_phone(page: Page):
+    pick(page, "preset-picker", "gpt-oss (harmony)")  # the preset with the most kwargs and fields
+    expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+    for size in (NARROW_LAPTOP, PHONE):
+        page.set_viewport_size(size)
+        page.wait_for_function("(w) => document.documentElement.clientWidth <= w", arg=size["width"])
+        assert not cut_labels(page), (size, cut_labels(page))
+        # The case's controls have room for their names and help (they were one word a line).
+        widths = page.evaluate("""() => [...document.querySelectorAll('#kwarg-controls > .form > *')]
+            .filter((e) => e.getBoundingClientRect().height).map((e) => e.getBoundingClientRect().width)""")
+        assert widths and min(widths) >= min(220, size["width"] - 80), (size, widths)
+        screenshot(page, f"labels-{size['width']}")
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing wider than a phone
+
+
+def test_the_format_notes_open_in_a_panel_wide_enough_for_prose(page: Page):
+    page.set_viewport_size(LAPTOP)
+    pick(page, "preset-picker", "Qwen3")
+    page.click("#notes-accordion .label-wrap")
+    panel = page.locator('#notes-accordion > [data-testid="accordion-content"]')
+    expect(panel.locator("li").first).to_be_visible()
+    box = panel.bounding_box()
+    assert box["width"] >= 560 and box["x"] >= 0 and box["x"] + box["width"] <= LAPTOP["width"], box
+    workbench = page.locator("#workbench").bounding_box()
+    assert page.locator("#header-row").bounding_box()["height"] < 80  # the header stays one line: the panel opens over the page
+    assert workbench["y"] < 300
+
+
+def test_the_row_under_the_workbench_uses_its_width(page: Page):
+    page.set_viewport_size(LAPTOP)
+    row, case, side = (page.locator(s).bounding_box() for s in ("#details-row", "#case-area", "#side-area"))
+    assert case["width"] >= 0.55 * row["width"], (case, row)
+    assert case["width"] + side["width"] >= 0.97 * row["width"] and side["x"] > case["x"]
+    assert abs(case["y"] - side["y"]) < 2  # side by side, not stacked
+
+
+def settled(page: Page, *selectors: str) -> None:
+    """Wait until Gradio has stopped fading `selectors` (it dims an output while an event that
+    writes it runs, and fades it back in): what axe measures is what a person then reads."""
+    page.wait_for_function(
+        """(sels) => sels.every((sel) => { for (let e = document.querySelector(sel); e; e = e.parentElement) {
+                                              if (getComputedStyle(e).opacity !== '1') return false; }
+                                            return true; })""",
+        arg=list(selectors),
+    )
+
+
+def audit_states(page: Page, theme: str) -> dict[str, list[dict]]:
+    """axe's serious and critical violations on the first screen, after a run, on Checks and on Publish."""
+    found = {"first screen": axe.serious(axe.audit(page))}
+    set_number(page, "pace", 0)
+    page.click("#run-button")
+    assert "done" in wait_for_run(page)
+    settled(page, "#stream-view", "#events-view", "#message-view")
+    found["after a run"] = axe.serious(axe.audit(page))
+    page.click('#tabs button[role=tab]:has-text("Checks")')
+    page.click("#checks-run")
+    expect(page.locator("#checks-summary .checks-summary")).to_be_visible(timeout=90_000)
+    expect(page.locator("#engines-table")).to_contain_text("MiniJinja", timeout=30_000)
+    settled(page, "#checks-summary", "#checks-list .check-row", "#engines-table")
+    found["Checks"] = axe.serious(axe.audit(page))
+    page.click('#tabs button[role=tab]:has-text("Publish")')
+    expect(page.locator("#publish-preview")).to_be_visible()
+    found["Publish"] = axe.serious(axe.audit(page))
+    screenshot(page, f"axe-{theme}")
+    return found
+
+
+@pytest.mark.parametrize("theme", ["light", "dark"])
+def test_axe_finds_no_serious_or_critical_violation(browser: Browser, app_url: str, axe_installed: None, theme: str):
+    context = browser.new_context(viewport=LAPTOP, color_scheme=theme)
+    try:
+        audited = context.new_page()
+        audited.set_default_timeout(20_000)
+        open_app(audited, app_url + ("?__theme=dark" if theme == "dark" else ""))
+        assert audited.evaluate("document.body.classList.contains('dark')") == (theme == "dark")
+        found = audit_states(audited, theme)
+        assert not any(found.values()), "\n".join(f"{state}:\n{axe.describe(v)}" for state, v in found.items() if v)
+    finally:
+        context.close()
+
+
+def test_region_kinds_keep_their_meaning_without_colour(page: Page):
+    """Delimiters boxed, dropped text struck through, held-back text dashed: in the legend and in the
+    output itself (read in a grey-scale or colour-blind view, the kinds still differ)."""
+    pick(page, "preset-picker", "gpt-oss (harmony)")
+    expect(page.locator("#chat-editor .cm-content")).to_contain_text("harmony", ignore_case=True)
+    pick(page, "recording-picker", "Paste an output…")
+    # Text no region claims (dropped), a delimiter, and a partial delimiter at the end (held back).
+    page.fill("#pasted-output textarea", "stray<|channel|>final<|message|>Hi<|ret")
+    set_number(page, "pace", 0)
+    page.click("#run-button")
+    wait_for_run(page)
+    style = """(el) => { const s = getComputedStyle(el);
+        return {shadow: s.boxShadow, outline: s.outlineStyle, border: s.borderTopStyle, under: s.borderBottomStyle,
+                line: s.textDecorationLine}; }"""
+    for where in ("#legend", "#stream-view"):
+        delimiter = page.locator(f"{where} .delim").first.evaluate(style)
+        assert delimiter["shadow"] != "none" or delimiter["outline"] != "none" or delimiter["border"] != "none", delimiter
+    for where, selector in (("#legend", ".chip.discarded"), ("#stream-view", ".seg.discarded")):
+        assert "line-through" in page.locator(f"{where} {selector}").first.evaluate(style)["line"]
+    assert page.locator("#legend .chip.pending").evaluate(style)["border"] == "dashed"
+    # Held back until the output ends (then it is content): the step-through shows it, after the last chunk.
+    end = float(page.locator("#step-slider input[type=number]").get_attribute("max"))
+    set_number(page, "step-slider", end - 1)
+    held = page.locator("#step-view .seg.pending")
+    expect(held).to_have_text("<|ret")
+    assert "dashed" in (held.evaluate(style)["outline"], held.evaluate(style)["under"])
+
+
+def focused(page: Page) -> dict:
+    return page.evaluate("""() => { const e = document.activeElement; const home = e.closest('[id]');
+        return {id: home ? home.id : '', tag: e.tagName, editor: e.classList.contains('cm-content'),
+                name: e.getAttribute('aria-label') || (e.textContent || '').trim().slice(0, 40)}; }""")
+
+
+def test_the_page_is_usable_by_keyboard_alone(page: Page):
+    """Tab reaches every control (a code editor is left with Esc then Tab, as its note says), and a
+    run is started with Ctrl+Enter and stopped with Esc."""
+    page.set_viewport_size(LAPTOP)
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    reached: list[dict] = []
+    for _ in range(150):
+        if reached and reached[-1]["editor"]:
+            expect(page.locator(f"#{reached[-1]['id']} .kbd-hint")).to_be_visible()
+            page.keyboard.press("Escape")
+        page.keyboard.press("Tab")
+        now = focused(page)
+        if now["tag"] == "BODY" or (reached and now == reached[0]):
+            break
+        reached.append(now)
+    ids = {r["id"] for r in reached}
+    for control in ("preset-picker", "case-picker", "runner-choice", "recording-picker", "run-button", "chat-editor",
+                    "response-editor", "draft-button", "show-tokens", "show-whitespace", "prompt-view", "case-name",
+                    "conversation", "kw-add-generation-prompt", "case-more", "pace", "tokenizer-accordion", "present-toggle",
+                    "notes-accordion", "share-button"):  # fmt: skip
+        assert control in ids, (control, sorted(ids))
+    assert any(r["name"] == "Remove message 1" for r in reached)
+    # Every visible control is in the tab order.
+    untabbable = page.evaluate("""() => [...document.querySelectorAll('button, input, select, textarea, a[href]')]
+        .filter((e) => e.getBoundingClientRect().width && !e.disabled && e.tabIndex < 0 && !e.closest('[aria-hidden=true]'))
+        .map((e) => e.outerHTML.slice(0, 80))""")
+    assert not untabbable, untabbable
+
+    # Run from the keyboard: Ctrl+Enter in the chat template runs (and adds no line to it) ...
+    set_number(page, "pace", 0)
+    page.locator("#chat-editor .cm-content").focus()
+    before = page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
+    page.keyboard.press("Control+Enter")
+    assert "done" in wait_for_run(page)
+    after = page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
+    assert after == before
+    # ... and Esc stops a slow run.
+    set_number(page, "pace", 3)
+    page.locator("#prompt-view").focus()
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#stop-button")).to_be_enabled(timeout=15_000)
+    page.keyboard.press("Escape")
+    assert "stopped" in wait_for_run(page, timeout=10_000)
+    # A check's result is selected from the keyboard as by a click (to mark it as intended).
+    page.click('#tabs button[role=tab]:has-text("Checks")')
+    page.locator("#checks-run").press("Enter")
+    first = page.locator("#checks-list .check-row").first
+    expect(first).to_be_visible(timeout=90_000)
+    first.focus()
+    page.keyboard.press("Enter")
+    expect(first).to_have_attribute("aria-current", "true")
+    expect(page.locator("#check-detail")).to_contain_text(first.locator(".check-name").inner_text())
+
+
+def json_view(page: Page) -> str:
+    return page.evaluate("window.playgroundEditorView(document.getElementById('messages-editor')).state.doc.toString()")
+
+
+def test_the_conversation_editor_stays_in_step_with_the_json_view(page: Page, axe_installed: None):
+    import json
+
+    pick(page, "preset-picker", "Qwen3")
+    pick(page, "case-picker", "tools offered")
+    conversation = page.locator("#conversation")
+    expect(conversation).to_have_attribute("data-count", "1")
+    # A reply with a tool call, typed as a conversation.
+    page.click("#conversation .conv-add")
+    last = conversation.locator('[data-message="1"]')
+    expect(last.locator(".conv-role")).to_have_value("assistant")
+    page.keyboard.type("Let me check.")
+    last.get_by_role("button", name="+ tool call").click()
+    page.keyboard.type("get_weather")
+    last.get_by_label("Arguments of tool call 1 of message 2 (JSON)").fill('{"city": "Paris"}')
+    expect(page.locator("#prompt-view")).to_contain_text('"city": "Paris"')  # rendered by the server, from the JSON
+    page.click('.view-switch button[data-view="json"]')
+    expect(page.locator("#messages-editor")).to_be_visible()
+    expect(conversation).to_be_hidden()
+    messages = json.loads(json_view(page))
+    assert messages[1] == {"role": "assistant", "content": "Let me check.",
+                           "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
+    # An edit in the JSON view shows in the conversation.
+    page.click("#messages-editor .cm-content")
+    page.keyboard.press("Control+a")
+    page.keyboard.insert_text(json.dumps([messages[0], {"role": "system", "content": "Be brief."}, *messages[1:]], indent=2))
+    page.click('.view-switch button[data-view="conversation"]')
+    expect(conversation).to_have_attribute("data-count", "3")
+    expect(conversation.locator('[data-message="1"] .conv-role')).to_have_value("system")
+    # Reorder and remove, content parts.
+    conversation.get_by_role("button", name="Move message 2 up").click()
+    assert [m["role"] for m in json.loads(json_view(page))] == ["system", "user", "assistant"]
+    conversation.get_by_role("button", name="Remove message 1").click()
+    first = conversation.locator('[data-message="0"]')
+    first.get_by_role("button", name="Use content parts").click()
+    first.get_by_label("Type of the part to add to message 1").select_option("image")
+    first.get_by_role("button", name="+ part").click()
+    page.keyboard.type("https://example.com/cat.png")
+    content = json.loads(json_view(page))[0]["content"]
+    assert content[1] == {"type": "image", "url": "https://example.com/cat.png"} and content[0]["type"] == "text"
+    assert not axe.serious(axe.audit(page, "#case-panel")), axe.describe(axe.serious(axe.audit(page, "#case-panel")))
+    # A broken edit in the JSON view: a located diagnostic, the text kept, the conversation not writable.
+    page.click('.view-switch button[data-view="json"]')
+    page.click("#messages-editor .cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Backspace")
+    broken = json_view(page)
+    diagnostic = page.locator("#case-diagnostics .diag.error")
+    expect(diagnostic).to_contain_text("Messages: invalid JSON")
+    expect(diagnostic.locator(".where")).to_contain_text("line")
+    page.click('.view-switch button[data-view="conversation"]')
+    expect(conversation).to_have_attribute("data-broken", "true")
+    expect(conversation.locator(".conv-banner")).to_be_visible()
+    expect(conversation.locator("textarea").first).to_be_disabled()  # in a disabled fieldset
+    page.click('.view-switch button[data-view="json"]')
+    assert json_view(page) == broken  # nothing typed is lost
+    expect(diagnostic).to_be_visible()
+    screenshot(page, "conversation-broken-json")
+    page.click("#messages-editor .cm-content")
+    page.keyboard.press("Control+End")
+    page.keyboard.type("]")
+    expect(page.locator("#case-diagnostics")).to_contain_text("Case OK")
+    page.click('.view-switch button[data-view="conversation"]')
+    expect(conversation).to_have_attribute("data-broken", "false")
+
+
+@pytest.fixture
+def presenting(browser: Browser, app_url: str) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 720})
+    opened = context.new_page()
+    opened.set_default_timeout(20_000)
+    open_app(opened, app_url + "?present=1")
+    yield opened
+    context.close()
+
+
+def test_presentation_mode_shows_only_the_teaching_flow_in_larger_type(presenting: Page):
+    html = presenting.locator("html")
+    expect(html).to_have_class("presenting")
+    expect(presenting.locator("#present-toggle")).to_have_attribute("aria-pressed", "true")
+    for hidden in ("#chat-group", "#response-group", "#details-row", "#step-panel", "#tabs [role=tablist]", "#share-box"):
+        expect(presenting.locator(hidden).first).to_be_hidden()
+    # conversation → prompt, then output → parsed message, in reading order
+    conversation = presenting.locator("#present-conversation #conversation")
+    expect(conversation.locator(".conv-message")).to_have_count(1)
+    boxes = {s: presenting.locator(s).bounding_box() for s in ("#present-conversation", "#prompt-view", "#stream-view", "#message-view")}
+    assert boxes["#present-conversation"]["x"] < boxes["#prompt-view"]["x"]
+    assert boxes["#prompt-view"]["y"] < boxes["#stream-view"]["y"] and boxes["#stream-view"]["x"] < boxes["#message-view"]["x"]
+    size = "(sel) => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize)"
+    large = presenting.evaluate(size, "#prompt-view .prompt-text")
+    presenting.keyboard.press("Control+Enter")  # the teacher runs from the keyboard (the run options are hidden)
+    assert "done" in wait_for_run(presenting)
+    expect(presenting.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
+    screenshot(presenting, "presentation")
+    # The toggle leaves it, and the address follows (so it can be bookmarked either way).
+    presenting.click("#present-toggle")
+    expect(html).not_to_have_class("presenting")
+    assert "present=" not in presenting.url
+    expect(presenting.locator("#chat-editor")).to_be_visible()
+    expect(presenting.locator("#case-panel #conversation")).to_be_visible()
+    assert large >= 1.4 * presenting.evaluate(size, "#prompt-view .prompt-text")  # larger type for the projector
+    presenting.click("#present-toggle")
+    assert "present=1" in presenting.url
+
+
+BROKEN_ON_LINE_3 = "line 1\nline 2\n{% if messages %}\n"
+
+
+def test_diagnostics_are_marked_when_they_change_not_on_a_timer(page: Page):
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    page.click("#chat-editor .cm-content")
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text(BROKEN_ON_LINE_3)
+    gutter = page.locator("#chat-editor .cm-gutterElement.diag-gutter-error")
+    expect(gutter).to_have_text("3")
+    # Once the page is quiet (every answer to the edit drawn), take the mark away by hand: nothing puts
+    # it back while nothing changes (a timer would, within a second).
+    page.evaluate("""() => new Promise((done) => {
+        let last = performance.now();
+        const seen = new MutationObserver(() => { last = performance.now(); });
+        seen.observe(document.body, {childList: true, subtree: true, characterData: true});
+        const check = () => { if (performance.now() - last > 1000) { seen.disconnect(); done(); } else setTimeout(check, 100); };
+        check();
+    })""")
+    page.evaluate("document.querySelector('#chat-editor .diag-gutter-error').classList.remove('diag-gutter-error')")
+    page.wait_for_timeout(2500)
+    expect(gutter).to_have_count(0)
+    # A change of the diagnostics marks at once.
+    page.keyboard.insert_text("{% endif %}\n{{ x }")
+    expect(gutter).to_have_text("5")  # `{{ x }` on line 5

@@ -336,3 +336,15 @@ def test_trace_explain_on_the_command_line(cli, tmp_path) -> None:
         ("close", "reasoning_content", "close", 4), ("body", "content", None, 11), ("close", "content", "close", 11)]
     listing = cli("trace", "--response-template", tmp_path / "r.json", "--output", tmp_path / "out.txt", "--explain")
     assert '0-7    open   reasoning_content  <think>     line 4:27 "open"' in listing.stdout
+
+
+def test_trace_explain_places_keys_in_the_file_that_holds_the_template(cli, tmp_path) -> None:
+    config = json.dumps({"eos_token": "</s>", "response_template": json.loads(RESPONSE)}, indent=2)
+    (tmp_path / "tokenizer_config.json").write_text(config)
+    (tmp_path / "out.txt").write_text("<think>hm</think>Sure.<|im_end|>")
+    done = cli("trace", "--response-template", tmp_path / "tokenizer_config.json", "--output", tmp_path / "out.txt",
+               "--explain", "--json")
+    assert done.returncode == 0, done.stderr
+    site = json.loads(done.stdout)["segments"][0]["site"]
+    line = config.splitlines()[site["line"] - 1]
+    assert line[site["column"] - 1 :].startswith('"open": "<think>"') and site["end_line"] == site["line"]

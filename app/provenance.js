@@ -240,9 +240,26 @@
   function byMessage(on) {
     const panel = document.getElementById('prompt-panel');
     if (panel) panel.classList.toggle('by-message', on);
+    // The conversation's cards take the same colours (a stripe), so the prompt reads against it.
+    document.documentElement.classList.toggle('pv-cards-by-message', on);
+    cardsFollow();
     const box = document.getElementById('pv-by-message');
     if (box) box.checked = on;
   }
+  // Gradio scopes the page's styles under its root column, so the class goes there too (and again
+  // after Gradio redraws it).
+  function cardsFollow() {
+    const top = document.querySelector('.gradio-container .contain > .column');
+    if (top) top.classList.toggle('pv-cards-by-message', document.documentElement.classList.contains('pv-cards-by-message'));
+  }
+  // Presentation mode is the teaching view: the prompt coloured by message beside the conversation
+  // in the same colours (this browser's own choice comes back when it ends).
+  function presentChanged(on) {
+    let saved = false;
+    try { saved = !!window.localStorage.getItem(BY_MESSAGE); } catch (e) {}
+    byMessage(on || saved);
+  }
+  document.addEventListener('playground:present', (event) => presentChanged(event.detail.on));
   document.addEventListener('change', (event) => {
     if (event.target.id !== 'pv-by-message') return;
     byMessage(event.target.checked);
@@ -253,6 +270,7 @@
   // as it scrolls, a refresh replaces the prompt (or only its attributes), panels come back.
   let shownPieces = null;
   window.playgroundAfterChange(() => {
+    cardsFollow();
     for (const id of ['chat-editor', 'messages-editor', 'response-editor']) paint(id);
     const text = promptText();
     const pieces = text ? text.dataset.pieces || '' : null;
@@ -264,9 +282,7 @@
     const box = document.getElementById('pv-by-message');
     if (box && !box.dataset.pvSet) {  // this browser's choice, once the switch is on the page
       box.dataset.pvSet = '1';
-      let saved = false;
-      try { saved = !!window.localStorage.getItem(BY_MESSAGE); } catch (e) {}
-      byMessage(saved);
+      presentChanged(document.documentElement.classList.contains('presenting'));
     }
   });
 }

@@ -7,6 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Page
 
 from .conftest import screenshot
+from .test_playground import pick
 
 # The default preset (SmolLM3): its user turns are written by one line, its date by another.
 USER_TURN = "<|im_start|>user"
@@ -98,3 +99,23 @@ def test_an_edit_is_explained_right_after_its_prompt_shows(page: Page) -> None:
     page.wait_for_function("document.querySelectorAll('#chat-editor .cm-line.pv-line').length > 0")
     assert marked_lines(page, "chat-editor", "pv-line")[0].startswith("Hello")
     assert page.locator("#pv-readout").text_content().startswith("line 1, column 1 · template text")
+
+
+def test_presentation_colours_the_prompt_and_the_conversation_alike_with_the_same_links(page: Page) -> None:
+    pick(page, "case-picker", "multi-turn")
+    page.wait_for_function("document.querySelectorAll('#conversation .conv-message').length === 3")
+    page.click("#present-toggle")
+    page.wait_for_function("document.getElementById('prompt-panel').classList.contains('by-message')")
+    stripe = "(i) => getComputedStyle(document.querySelector(`#present-conversation .conv-message[data-message='${i}']`)).borderLeftColor"
+    piece = "(i) => getComputedStyle(document.querySelector(`#prompt-view .pm${i}:not(.tok):not(.gen)`)).backgroundColor"
+    colours = [page.evaluate(stripe, i) for i in range(3)]
+    assert colours == [page.evaluate(piece, i) for i in range(3)] and len(set(colours)) == 3
+    assert "rgba(0, 0, 0, 0)" not in colours
+    # The prompt's link to the conversation works in the teaching view: a message's words → its card.
+    messages = page.evaluate("JSON.parse(document.querySelector('#messages-editor .cm-content').cmTile.view.state.doc.toString())")
+    page.locator("#prompt-view [data-p]", has_text=messages[2]["content"][:20]).first.hover()
+    page.wait_for_selector('#present-conversation [data-message="2"].pv-msg')
+    screenshot(page, "presentation-by-message")
+    # Leaving it gives this browser's own choice back (never switched on here: off).
+    page.click("#present-toggle")
+    page.wait_for_function("!document.getElementById('prompt-panel').classList.contains('by-message')")

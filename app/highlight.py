@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -156,11 +156,16 @@ def prompt_html(
     prefix_segments: Sequence[Segment] = (),
     classes: dict[str, str] | None = None,
     show_whitespace: bool = False,
+    pieces: Sequence[tuple[int, int, str, str]] = (),
+    data: str = "",
 ) -> str:
     """The rendered prompt with special tokens boxed, the generation prompt tinted, a marker where
     the response template starts parsing (after `start_anchor`), and the regions the prompt already
-    opened (a prefilled `<think>`) coloured as the parser sees them. A prompt over
-    `MAX_PROMPT_VIEW_CHARS` shows its first and last halves of that, with a note between."""
+    opened (a prefilled `<think>`) coloured as the parser sees them. `pieces` tile the prompt, each
+    with the classes and attributes its text carries (`(start, end, classes, attributes)`: its
+    provenance, `provenance_view`); `data`: attributes of the whole text. A prompt over
+    `MAX_PROMPT_VIEW_CHARS` shows its first and last halves of that, with a note between (and no
+    provenance: the pieces' offsets are the whole prompt's)."""
     if len(prompt) > MAX_PROMPT_VIEW_CHARS:
         return _elided(prompt, special_tokens, generation_start, anchor_end, prefix_segments, classes, show_whitespace)
     classes = classes or {}
@@ -180,8 +185,8 @@ def prompt_html(
         markers[anchor_end] = markers.get(anchor_end, "") + (
             '<span class="mark anchor-mark" title="start_anchor: the response template starts parsing here">▾ parsing starts</span>'
         )
-    body = _layered(prompt, layers, markers, show_whitespace)
-    return f'<div class="prompt-text{" show-ws" if show_whitespace else ""}">{body}</div>'
+    body = _layered(prompt, layers, markers, show_whitespace, pieces)
+    return f'<div class="prompt-text{" show-ws" if show_whitespace else ""}"{data}>{body}</div>'
 
 
 def _elided(prompt: str, special_tokens: Iterable[str], generation_start: int | None, anchor_end: int | None,
@@ -200,13 +205,18 @@ def _elided(prompt: str, special_tokens: Iterable[str], generation_start: int | 
     return note + head + '<div class="elided">…</div>' + tail
 
 
-def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, str], show_ws: bool) -> str:
-    """Escaped `text` where each piece carries the classes of every layer covering it."""
+def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, str], show_ws: bool,
+             pieces: Sequence[tuple[int, int, str, str]] = ()) -> str:
+    """Escaped `text` where each piece carries the classes of every layer covering it (and the
+    attributes of the tile of `pieces` it is in)."""
     points = {0, len(text), *markers}
     for start, end, _ in layers:
         points.update((start, end))
+    for start, *_ in pieces:
+        points.add(start)
     cuts = sorted(p for p in points if 0 <= p <= len(text))
     out = []
+    tile = 0
     for a, b in zip(cuts, cuts[1:] + [None]):
         if a in markers:
             out.append(markers[a])
@@ -215,7 +225,15 @@ def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, s
         piece = text[a:b]
         active = [cls for start, end, cls in layers if start <= a and b <= end]
         rendered = visible_ws(piece) if show_ws else (newline_marks(piece) if "tok" in active else esc(piece))
-        out.append(f'<span class="{" ".join(active)}">{rendered}</span>' if active else rendered)
+        attrs = ""
+        if pieces:
+            while tile + 1 < len(pieces) and pieces[tile][1] <= a:
+                tile += 1
+            active.append(pieces[tile][2])
+            attrs = pieces[tile][3]
+        cls = " ".join(c for c in active if c)
+        cls = f' class="{cls}"' if cls else ""
+        out.append(f"<span{cls}{attrs}>{rendered}</span>" if cls or attrs else rendered)
     return "".join(out)
 
 
@@ -263,9 +281,11 @@ def output_html(
     classes: dict[str, str],
     errors: Sequence[Diagnostic] = (),
     prefix: str = "",
+    pending_title: Callable[[str, str | None], str] | None = None,
 ) -> str:
     """The whole output at once (step-through and runs that ended in an error): every segment in
-    its style, and each error shown on the span where it happened."""
+    its style, and each error shown on the span where it happened; held-back text titled with what
+    it may still become (`pending_title`)."""
     out = [prefix]
     pinned = [d for d in errors if d.span is not None]
     badges_left = list(pinned)
@@ -273,7 +293,8 @@ def output_html(
         if seg.end <= seg.start:
             continue
         hit = [d for d in pinned if _overlaps(d.span, seg)]  # type: ignore[arg-type]
-        piece = segment_html(text[seg.start : seg.end], seg, classes)
+        title = pending_title(text[seg.start : seg.end], seg.field) if pending_title and seg.kind == "pending" else None
+        piece = segment_html(text[seg.start : seg.end], seg, classes, title)
         if hit:
             piece = f'<span class="error-span" title="{esc(hit[0].message)}">{piece}</span>'
         out.append(piece)

@@ -6,7 +6,7 @@ script (`widgets.incremental_html`) appends what a value gained since the last u
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from engine.trace import Segment
 
@@ -65,9 +65,11 @@ class StreamView:
     script appends what the pages gained since the last update and replaces the tail; a new run id
     starts over."""
 
-    def __init__(self, run_id: str, classes: dict[str, str], prefix: str = ""):
+    def __init__(self, run_id: str, classes: dict[str, str], prefix: str = "",
+                 pending_title: Callable[[str, str | None], str] | None = None):
         self.run_id = run_id
         self.classes = classes
+        self.pending_title = pending_title  # what held-back text may still become (`provenance_view.held_back`)
         self.html = PagedHtml(prefix)
         self._index = 0  # the first segment that may still grow
         self._done = 0  # output characters already rendered
@@ -80,7 +82,9 @@ class StreamView:
         for index in range(self._index, len(segments)):
             seg = segments[index]
             if seg.kind == "pending":
-                tail = segment_html(text[seg.start : seg.end], seg, self.classes)
+                held = text[seg.start : seg.end]
+                title = self.pending_title(held, seg.field) if self.pending_title is not None else None
+                tail = segment_html(held, seg, self.classes, title)
                 break
             start = max(seg.start, self._done)
             if seg.end > start:

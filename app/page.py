@@ -45,15 +45,15 @@ from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
-from .workbench import (build_prompt_view, edit_chat_template, edit_response_template, refresh, refreshed, toggle_tokens,
-                        view_outputs)
+from .workbench import (build_prompt_view, edit_case, edit_chat_template, edit_response_template, explain_view, refresh,
+                        refreshed, toggle_tokens, view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
-CSS = (ASSETS / "style.css").read_text(encoding="utf-8")
+CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
 # The page's scripts, each a function run once the page is drawn: the page's own behaviour, then the
-# conversation editor (which uses the page's helpers).
+# conversation editor (which uses the page's helpers), then provenance (where each character came from).
 JS = "() => {\n" + "".join(f"({(ASSETS / name).read_text(encoding='utf-8').strip()})();\n"
-                          for name in ("page.js", "conversation.js")) + "}"
+                          for name in ("page.js", "conversation.js", "provenance.js")) + "}"
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",
@@ -369,11 +369,17 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     # Edits: each editor sends only its own text (the session holds the rest), straight to the
     # handler (queue=False: no queue round trip per keystroke; a session refreshes one at a time).
     typing: dict[str, Any] = {"trigger_mode": "always_last", "show_progress": "hidden", "queue": False, "preprocess": False, "postprocess": False}
-    ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing)
-    ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
-          REFRESH_OUTPUTS, **typing)  # fmt: skip
-    edits = [ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS]
-    ui.on(edits, refresh, REFRESH_INPUTS, REFRESH_OUTPUTS, **typing)
+    keystrokes = [
+        ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing),
+        ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
+              REFRESH_OUTPUTS, **typing),
+        ui.on([ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS], edit_case, REFRESH_INPUTS,
+              REFRESH_OUTPUTS, **typing),
+    ]  # fmt: skip
+    # Each keystroke's prompt is shown first; where each of its characters came from follows.
+    for keystroke in keystrokes:
+        ui.on(keystroke.then, explain_view, ["session", "show_whitespace"], ["prompt", "prompt_info"],
+              **{k: v for k, v in typing.items() if k != "trigger_mode"})
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
     ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)

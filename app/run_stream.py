@@ -26,6 +26,7 @@ from engine.workspace import PASTED, RUNNERS, RunSettings, Workspace
 
 from .highlight import diagnostics_html, esc, field_classes, legend_html, message_json, output_html, prefix_html
 from .live_views import EventsView, StreamView
+from .provenance_view import held_back
 from .state import LastRun, Session, run_key
 from .step_panel import EMPTY as STEP_EMPTY
 from .step_panel import ready_html
@@ -156,7 +157,8 @@ def _stream_value(view: StreamView, trace: Trace, classes: dict[str, str], prefi
     error on a span, re-rendered whole with the error marked."""
     segments = trace.segments()
     if any(d.span for d in trace.diagnostics[errors_shown:]):
-        return view.replace(output_html(trace.output, segments, classes, trace.diagnostics, prefix), segments)
+        return view.replace(output_html(trace.output, segments, classes, trace.diagnostics, prefix, view.pending_title),
+                            segments)
     return view.update(trace.output, segments)
 
 
@@ -200,7 +202,8 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
     classes = field_classes(trace.template.fields)
     prefix = prefix_html(prompt, trace.prefix_segments(), classes)
-    view = StreamView(run_id, classes, prefix)
+    pending_title = held_back(trace.template, regex)
+    view = StreamView(run_id, classes, prefix, pending_title)
     events = EventsView(run_id, classes)
     events.add(trace.initial_events, source="prompt")
     stop = threading.Event()

@@ -11,6 +11,7 @@ from engine.text import shorten
 from engine.trace import Trace
 
 from .highlight import esc, field_classes, legend_html, message_json, newline_marks, output_html, prefix_html
+from .provenance_view import held_back
 from .live_views import EventsView, view_html
 from .state import Session
 
@@ -59,7 +60,8 @@ def step_view(session: Session, position: float) -> str:
     segments = trace.segments()
     pending = next((s for s in reversed(segments) if s.kind == "pending"), None)
     output = trace.output
-    stream = output_html(output, segments, classes, trace.diagnostics, prefix_html(run.prompt, trace.prefix_segments(), classes))
+    stream = output_html(output, segments, classes, trace.diagnostics, prefix_html(run.prompt, trace.prefix_segments(), classes),
+                         held_back(trace.template, session.regex.active))
 
     if finished:
         head = f"<b>End of output</b> (after all {total} chunks): the parser closes what is still open."

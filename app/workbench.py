@@ -19,6 +19,7 @@ from engine.trace import Trace
 
 from .case_form import CaseForm, save_form
 from .highlight import diagnostics_html, esc, field_classes, prompt_html
+from .provenance_view import fields_data, prompt_pieces
 from .state import Session, encode_workspace
 from .token_panel import NO_TOKENIZER, TOKEN_LEGEND, session_tokens, tokens_html, tokens_info
 
@@ -51,17 +52,21 @@ def response_spec(session: Session) -> tuple[LoadedSpec, dict | None]:
     return loaded, session.last_spec
 
 
-def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool = False) -> PromptView:
+def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool = False, explain: bool = True) -> PromptView:
     """The prompt panel for the session's workspace. `in_process` renders here instead of in the
-    killable worker: only for the app's own presets (the page's first view), never a visitor's template."""
+    killable worker: only for the app's own presets (the page's first view), never a visitor's template.
+    `explain`: with where each character came from (see `explain_view`)."""
     workspace = session.workspace
     case = workspace.case
     loaded, spec = response_spec(session)
     response_diags = list(loaded.diagnostics)
-    # One call to the worker for the prompt and where its generation prompt starts: the template is
-    # compiled once (each edit is a new template to compile, the slowest part of an edit).
+    # One call to the worker for the prompt, where its generation prompt starts and where each of its
+    # characters came from: the template is compiled once (each edit is a new template to compile,
+    # the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
-    result = workspace.render(case, timeout=timeout, owner=session.owner, with_generation_start=True)
+    # (The Tokens view shows no provenance: then it is not computed.)
+    result = workspace.render(case, timeout=timeout, owner=session.owner, with_generation_start=True,
+                              explain=explain and not session.show_tokens)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -73,9 +78,12 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     prefix_segments: list = []
     classes: dict[str, str] = {}
     special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens)
+    fields = ""
     if spec is not None:
         trace = Trace(spec, prompt=prompt, tools=case.tools)
         classes = field_classes(trace.template.fields)
+        if loaded.ok:
+            fields = fields_data(workspace.response_template, classes)
         anchor_end = trace.anchor_end if trace.anchor_found else None
         prefix_segments = trace.prefix_segments()
         response_diags += [d for d in trace.diagnostics if d not in response_diags]
@@ -86,6 +94,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     body = None
     if session.show_tokens and tokens is not None and not tokens.diagnostics:
         body = TOKEN_LEGEND + tokens_html(prompt, tokens, show_whitespace)
+    pieces, table, explained = prompt_pieces(result.explanation)
     body = body or prompt_html(
         prompt,
         special_tokens=special,
@@ -94,6 +103,8 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         prefix_segments=prefix_segments,
         classes=classes,
         show_whitespace=show_whitespace,
+        pieces=pieces,
+        data=table + fields,
     )
     if session.show_tokens and (tokens is None or tokens.diagnostics):
         why = tokens.diagnostics if tokens is not None else [Diagnostic("info", NO_TOKENIZER, "tokenizer")]
@@ -113,13 +124,15 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         opened = sorted({s.field for s in prefix_segments if s.field and s.kind in ("open", "body")})
         if opened:
             info.append("the prompt opens " + ", ".join(opened))
+    if explained:
+        info.append(esc(explained))
     return PromptView(prompt, body, " · ".join(info), chat_diags, case_diags, response_diags)
 
 
-def _view(session: Session, show_whitespace: bool) -> PromptView:
+def _view(session: Session, show_whitespace: bool, explain: bool = True) -> PromptView:
     try:
         with session.regex.active():
-            return build_prompt_view(session, show_whitespace)
+            return build_prompt_view(session, show_whitespace, explain=explain)
     except Exception as e:  # noqa: BLE001 - whatever an edit does, the page keeps working and says why
         log_failure("Refreshing the prompt failed", e)
         problem = Diagnostic("error", f"Unexpected problem while rendering ({type(e).__name__}); the server log has details.",
@@ -161,6 +174,14 @@ def refresh(session: Session, chat_template: str, response_template: str, form_c
     return refreshed(session, show_whitespace)
 
 
+def edit_case(session: Session, chat_template: str, response_template: str, form_case: str, show_whitespace: bool,
+              **form: Any) -> dict[str, Any]:
+    """A keystroke in the case form (or the whitespace toggle): as `refresh`, answered before the
+    prompt's explanation (`explain_view` follows it)."""
+    session.form_problems = sync(session, chat_template, response_template, form_case, form)
+    return refreshed(session, show_whitespace, explain=False)
+
+
 def toggle_tokens(session: Session, show_tokens: bool, show_whitespace: bool) -> dict[str, Any]:
     """The "Tokens" toggle: kept in the session (an edit then needs no extra value), and the prompt again."""
     session.show_tokens = bool(show_tokens)
@@ -169,31 +190,55 @@ def toggle_tokens(session: Session, show_tokens: bool, show_whitespace: bool) ->
 
 def edit_chat_template(session: Session, chat_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the chat template editor: only that editor's text travels (the session holds
-    the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21."""
+    the rest, synced by each control's own edits), so the page gathers and sends 3 values, not 21.
+    Answered before the prompt's explanation (`explain_view` follows it)."""
     keep_template(session, "chat_template", chat_template)
-    return refreshed(session, show_whitespace)
+    return refreshed(session, show_whitespace, explain=False)
 
 
 def edit_response_template(session: Session, response_template: str, show_whitespace: bool) -> dict[str, Any]:
     """A keystroke in the response template editor (see `edit_chat_template`)."""
     keep_template(session, "response_template", response_template)
-    return refreshed(session, show_whitespace)
+    return refreshed(session, show_whitespace, explain=False)
 
 
-def refreshed(session: Session, show_whitespace: bool) -> dict[str, Any]:
-    """What `refresh` shows for the session's workspace as it is now."""
+def refreshed(session: Session, show_whitespace: bool, explain: bool = True) -> dict[str, Any]:
+    """What `refresh` shows for the session's workspace as it is now (`explain`: with where each
+    character came from)."""
     if not session.edited():
         return {}
     try:
         while True:
             rendered = session.edits
-            view = _view(session, show_whitespace)
+            view = _view(session, show_whitespace, explain)
             if session.finished_refresh(rendered):
                 break
     except BaseException:
         session.done("refresh")
         raise
     return view_outputs(session, view)
+
+
+def explain_view(session: Session, show_whitespace: bool) -> dict[str, Any]:
+    """After a keystroke's answer: the same prompt, now with where each character came from, and its
+    info line. A keystroke is answered without it: explaining compiles a marked copy of the edited
+    template in the worker, which doubles an edit's work (`python -m benchmarks`: `explain_ratio`),
+    and the author is typing; this follows at once. Nothing while a newer edit is being rendered (its
+    own explanation follows it), and one explanation per session at a time (it explains the latest
+    edit before it ends)."""
+    if session.show_tokens or not session.claim("explain"):
+        return {}
+    try:
+        while True:
+            if "refresh" in session.busy:
+                return {}
+            edits = session.edits
+            view = _view(session, show_whitespace)
+            if session.edits == edits:
+                break
+    finally:
+        session.done("explain")
+    return {"prompt": view.html, "prompt_info": view.info} if view.prompt is not None else {}
 
 
 def view_outputs(session: Session, view: PromptView) -> dict[str, Any]:

@@ -56,6 +56,9 @@ FIGURES = (
            lambda v: v["updates_per_s"] <= 15 and v["lag_ms"] <= 100),
     Figure("render_ms", "median render per preset in the worker (worst preset)", "≤ 20 ms",
            lambda v: f"max {v['max']:.1f} ms", lambda v: v["max"] <= 20),
+    Figure("explain_ratio", "a keystroke's render with provenance / without, in the worker (worst preset; "
+           "a just-edited template)", "≤ 2", lambda v: f"max {_ratio(v['max'])} (edit {_ratio(v['edit_max'])})",
+           lambda v: v["max"] <= 2),
     Figure("check_s", "every check on a preset, as the Checks tab runs them (worst preset)", "≤ 2 s",
            lambda v: f"max {v['max']:.2f} s", lambda v: v["max"] <= 2),
     Figure("draft_s", "draft of each preset and format family, as the Draft button runs it (worst)", "≤ 2 s",

@@ -14,6 +14,11 @@ Issue 15, the way the app runs them:
 - `check_s` (target ≤ 2 s): every check on each preset as the Checks tab runs them
   (`Workspace.run_checks(runs, timeout=60, random_splits=100)`, in the worker), with the preset's
   first recording as the last run; best of `repeats`.
+
+Issue 22: `explain_ratio` (target ≤ 2): the render a keystroke makes in the worker (with where the
+generation prompt starts) with provenance over the same render without it, per preset, medians of
+each case measured side by side; `edit` the same for a template just edited (each render compiles a
+new text: transformers' compile, and with provenance the instrumented one too).
 Run: `python -m benchmarks.bench_checks [--quick]`."""
 
 from __future__ import annotations
@@ -141,10 +146,45 @@ def check_s(repeats: int = 3) -> dict:
     return {"max": max(out.values()), **out}
 
 
+def explain_ratio(repeats: int = 5, most: int | None = None) -> dict:
+    """Median explained render over median plain render, as a keystroke renders in the worker, per
+    preset (worst in `max`; each preset's first `most` cases, all by default); `edit_max`: the same
+    when every render is of a template just edited (three cases: compiling costs the same for any)."""
+    from engine.sandbox import shared_pool
+
+    shared_pool().warm()
+    out: dict = {}
+    edits: dict = {}
+    print(f"{'preset':<13}{'plain':>10}{'explained':>11}{'ratio':>7}{'edit: plain':>13}{'explained':>11}{'ratio':>7}")
+    for name in preset_names():
+        workspace = Workspace.from_preset(load_preset(name))
+        # Rendered once each first (both ways): the template is compiled, as on a keystroke that changed the case.
+        cases = [c for c in workspace.cases[:most] if workspace.render(c, timeout=RENDER_TIMEOUT, explain=True).ok]
+        times: dict = {(explain, edited): [] for explain in (False, True) for edited in (False, True)}
+        for round_ in range(repeats):
+            for index, case in enumerate(cases):
+                for explain in (False, True):  # side by side, so noise hits both alike
+                    for edited in (False, True) if index < 3 else (False,):
+                        edit = Workspace.from_preset(load_preset(name)) if edited else workspace
+                        if edited:  # a text no worker has compiled yet
+                            edit.chat_template += f"{{# edit {round_} {index} {explain} #}}"
+                        start = time.perf_counter()
+                        result = edit.render(case, timeout=RENDER_TIMEOUT, with_generation_start=True, explain=explain)
+                        times[explain, edited].append((time.perf_counter() - start) * 1000)
+                        assert not explain or result.explanation.pieces is not None, (name, case.name)
+        median = {key: statistics.median(values) for key, values in times.items()}
+        out[name] = median[True, False] / median[False, False]
+        edits[name] = median[True, True] / median[False, True]
+        print(f"{name:<13}{median[False, False]:>8.1f}ms{median[True, False]:>9.1f}ms{out[name]:>7.2f}"
+              f"{median[False, True]:>11.1f}ms{median[True, True]:>9.1f}ms{edits[name]:>7.2f}")
+    return {"max": max(out.values()), "edit_max": max(edits.values()), **out}
+
+
 def main(quick: bool = False) -> dict:
-    """The streaming check's cost (issue 7; not with --quick), then `render_ms` and `check_s`."""
+    """The streaming check's cost (issue 7; not with --quick), then `render_ms`, `explain_ratio` and `check_s`."""
     rows: dict = {} if quick else streaming_check()
-    return {**rows, "render_ms": render_ms(2 if quick else 5), "check_s": check_s(1 if quick else 3)}
+    return {**rows, "render_ms": render_ms(2 if quick else 5), "explain_ratio": explain_ratio(1, 3) if quick else explain_ratio(5),
+            "check_s": check_s(1 if quick else 3)}
 
 
 if __name__ == "__main__":

@@ -116,10 +116,12 @@ def render_case(
     timeout: float | None = None,
     owner: Any = None,
     with_generation_start: bool = False,
+    explain: bool = False,
 ) -> RenderResult:
     """Render a case. The case's own special tokens and kwargs win over the preset's defaults.
     `timeout` renders in the killable worker, `owner` is whose render it is; `with_generation_start`
-    also finds where the generation prompt begins, in the same call (see `engine.render.render`)."""
+    also finds where the generation prompt begins, and `explain` where each character came from, in
+    the same call (see `engine.render.render`)."""
     return render(
         chat_template,
         case.messages,
@@ -132,6 +134,7 @@ def render_case(
         timeout=timeout,
         owner=owner,
         with_generation_start=with_generation_start,
+        explain=explain,
     )
 
 

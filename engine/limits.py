@@ -43,6 +43,8 @@ MAX_OUTPUT_CHARS = int(_number("PLAYGROUND_MAX_OUTPUT_CHARS", 500_000))
 MAX_TOKENIZER_BYTES = int(_number("PLAYGROUND_MAX_TOKENIZER_MB", 40) * 1_000_000)
 # The token view of a prompt longer than this is not computed (a keystroke stays cheap; about 50k tokens).
 MAX_TOKEN_VIEW_CHARS = int(_number("PLAYGROUND_MAX_TOKEN_VIEW_CHARS", 200_000))
+# Pieces of a prompt's explanation (engine.provenance): a render that writes more is not explained.
+MAX_EXPLAINED_PIECES = int(_number("PLAYGROUND_MAX_EXPLAINED_PIECES", 100_000))
 # Nesting of any JSON a person types (deeper input would exhaust Python's recursion limit).
 MAX_JSON_DEPTH = int(_number("PLAYGROUND_MAX_JSON_DEPTH", 100))
 

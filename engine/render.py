@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
 from dataclasses import dataclass, field
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from transformers.utils.chat_template_utils import render_jinja_template
@@ -22,6 +23,9 @@ from .error_place import compile_error_place, runtime_error_place, syntax_error_
 from .inputs import check_text, check_value
 from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
+
+if TYPE_CHECKING:  # imported where used: engine.provenance reads engine.checks, which imports this module
+    from .provenance import Explanation
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
@@ -40,25 +44,33 @@ _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")
 class RenderResult:
     """The prompt text (None when rendering failed), the `{% generation %}` spans in it, the name of
     the named template used (None for a single template), and what went wrong. `generation_start`:
-    where the generation prompt begins in the prompt, when asked for (`with_generation_start`)."""
+    where the generation prompt begins in the prompt, when asked for (`with_generation_start`);
+    `explanation`: which template line and message wrote each character, when asked for (`explain`)."""
 
     prompt: str | None
     generation_spans: list[tuple[int, int]] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     template_name: str | None = None
     generation_start: int | None = None
+    # Where each character came from (engine.provenance), when asked for (`explain`).
+    explanation: Explanation | None = None
 
     @property
     def ok(self) -> bool:
         return self.prompt is not None
 
     def to_dict(self) -> dict:
-        return {
+        data = {
             "prompt": self.prompt,
             "generation_spans": [list(span) for span in self.generation_spans],
             "template_name": self.template_name,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
+        if self.explanation is not None:
+            pieces = self.explanation.pieces
+            data["pieces"] = None if pieces is None else [p.to_dict() for p in pieces]
+            data["explanation_note"] = self.explanation.note
+        return data
 
 
 def select_template(
@@ -96,6 +108,8 @@ def render(
     timeout: float | None = None,
     owner: Any = None,
     with_generation_start: bool = False,
+    explain: bool = False,
+    explain_seconds: float | None = None,
 ) -> RenderResult:
     """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
     these special tokens. Never raises: every failure is a diagnostic on the result.
@@ -108,14 +122,19 @@ def render(
     asks (the worker does not re-run the script either way).
     `with_generation_start` also finds where the generation prompt begins (`generation_start` on
     the result; see `generation_start_in`): in the same call, so a worker compiles the template once
-    for both renders (what the prompt panel asks for on every edit)."""
+    for both renders (what the prompt panel asks for on every edit).
+    `explain` also says where every character came from (`explanation`, engine.provenance), in the
+    same call; the work of this call stops explaining `explain_seconds` after it started (with
+    `timeout`: 60% of it, so a slow template is shown unexplained rather than not at all)."""
+    started = time.monotonic()
     if timeout is not None:
         plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
         return _render_bounded(
             timeout, owner,
             chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
-            template_name=template_name, with_generation_start=with_generation_start, **plain,
+            template_name=template_name, with_generation_start=with_generation_start, explain=explain,
+            explain_seconds=EXPLAIN_SHARE * timeout if explain else None, **plain,
         )  # fmt: skip
     problems = _check_template(chat_template) or _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
@@ -176,7 +195,26 @@ def render(
                          continue_final_message=continue_final_message, template_kwargs=template_kwargs,
                          special_tokens=special_tokens, template_name=template_name)  # fmt: skip
         result.generation_start = generation_start_in(prompt, without.prompt)
+    if explain:
+        left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
+        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
+        result.explanation = _explain(template, variables, prompt, chosen, bool(continue_final_message), left)
     return result
+
+
+# The share of a render's time limit that explaining it may take (the render's own time included).
+EXPLAIN_SHARE = 0.6
+
+
+def _explain(template: str, variables: dict | None, prompt: str, name: str | None, continued: bool,
+             seconds: float | None) -> Explanation:
+    from .provenance import Explanation, explain_prompt
+
+    if variables is None:
+        return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")
+    if seconds is not None and seconds <= 0:
+        return Explanation(None, note="No explanation: the render took most of its time limit.")
+    return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds)
 
 
 def generation_start_in(prompt: str, without: str | None) -> int | None:
@@ -200,7 +238,8 @@ def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
 
 
 def _variables(messages: Any, tools: Any, documents: Any, add_generation_prompt: bool, kwargs: dict) -> dict | None:
-    """What transformers handed the template (to render it again and find where it failed)."""
+    """What transformers handed the template (to render it again: to find where it failed, or to
+    explain it)."""
     try:
         plain_messages, plain_kwargs = template_inputs(messages, kwargs)
         return {**plain_kwargs, "messages": plain_messages, "tools": plain_data(tools), "documents": plain_data(documents),

@@ -147,8 +147,14 @@ def locate(text: str | None, path: tuple) -> tuple[int | None, int | None]:
 def key_offsets(text: str) -> dict[tuple, int]:
     """Map each JSON path (tuple of keys and indices) to the character offset of its key (or of
     the array element), so diagnostics can point into the editor. Returns {} for invalid JSON."""
+    return {path: start for path, (start, _) in key_spans(text).items()}
+
+
+def key_spans(text: str) -> dict[tuple, tuple[int, int]]:
+    """Map each JSON path to where it is written: from its key (or array element) to the end of
+    its value. Returns {} for invalid JSON."""
     decoder = json.JSONDecoder()
-    offsets: dict[tuple, int] = {}
+    spans: dict[tuple, tuple[int, int]] = {}
     whitespace = re.compile(r"[ \t\n\r]*")
 
     def skip(pos: int) -> int:
@@ -163,9 +169,9 @@ def key_offsets(text: str) -> dict[tuple, int]:
             while True:
                 key_start = pos
                 key, pos = json.decoder.scanstring(text, pos + 1)
-                offsets[path + (key,)] = key_start
                 pos = skip(pos)  # then ':'
                 pos = value(pos + 1, path + (key,))
+                spans[path + (key,)] = (key_start, pos)
                 pos = skip(pos)
                 if text.startswith(",", pos):
                     pos = skip(pos + 1)
@@ -177,8 +183,10 @@ def key_offsets(text: str) -> dict[tuple, int]:
                 return pos + 1
             index = 0
             while True:
-                offsets[path + (index,)] = pos
-                pos = skip(value(pos, path + (index,)))
+                start = pos
+                pos = value(pos, path + (index,))
+                spans[path + (index,)] = (start, pos)
+                pos = skip(pos)
                 index += 1
                 if text.startswith(",", pos):
                     pos = skip(pos + 1)
@@ -191,7 +199,7 @@ def key_offsets(text: str) -> dict[tuple, int]:
         value(0, ())
     except (ValueError, IndexError, RecursionError):
         return {}
-    return offsets
+    return spans
 
 
 def literal_delimiters(template: ResponseTemplate) -> set[str]:

@@ -165,12 +165,12 @@ class Workspace:
         return passed_kwargs(self.kwarg_specs)
 
     def render(self, case: Case | None = None, timeout: float | None = None, owner: Any = None,
-               with_generation_start: bool = False) -> RenderResult:
+               with_generation_start: bool = False, explain: bool = False) -> RenderResult:
         """The prompt of `case` (the current one by default): the case's own kwargs and tokens win.
         `timeout` and `owner`: see `engine.render.render`; `with_generation_start`: where its
-        generation prompt begins too, in the same call."""
+        generation prompt begins too, and `explain`: where each character came from, in the same call."""
         return render_case(self.chat_template, case or self.case, self.special_tokens, self.template_kwargs(),
-                           timeout=timeout, owner=owner, with_generation_start=with_generation_start)
+                           timeout=timeout, owner=owner, with_generation_start=with_generation_start, explain=explain)
 
     def run_checks(self, runs: list[Sample | tuple[Case, str]] | None = None, **options: Any) -> CheckReport:
         """Every check on this workspace: its cases, the recordings of those cases, and `runs`

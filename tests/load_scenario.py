@@ -9,8 +9,10 @@ template, deep JSON) and runs the checks on a looping template."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import statistics
 import threading
 import time
@@ -63,6 +65,11 @@ class Outcome:
         return {"p50": cut[49], "p90": cut[89], "p99": cut[98], "max": ordered[-1], "n": len(ordered)}
 
 
+def shown_text(prompt_html: str) -> str:
+    """The text of the prompt panel's HTML (each piece of a prompt is a span of its own)."""
+    return html.unescape(re.sub(r"<[^>]+>", "", prompt_html))
+
+
 def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
     client = local_client(url, f"192.0.2.{index + 1}")
     for round_ in range(rounds):
@@ -75,7 +82,7 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
             outcome.errors.append(f"session {index}: {type(e).__name__}: {e}")
             continue
         outcome.latencies.append(time.monotonic() - started)
-        prompt = result[3] if isinstance(result, (list, tuple)) else ""
+        prompt = shown_text(result[3] if isinstance(result, (list, tuple)) else "")
         if f"{marker}: hello {index}" not in prompt or "SESSION-" in prompt.replace(marker, ""):
             outcome.wrong.append(f"session {index} round {round_}: {prompt[:200]!r}")
 
@@ -117,7 +124,7 @@ def newcomer(url: str, address: str, pages: int = 1) -> tuple[float, float, list
     started = time.monotonic()
     result = client.predict(*refresh_args("NEWCOMER: {{ messages[0].content }}"), api_name="/refresh")
     edit = time.monotonic() - started
-    wrong = [] if "NEWCOMER: hi" in result[3] else [f"newcomer: {result[3][:200]!r}"]
+    wrong = [] if "NEWCOMER: hi" in shown_text(result[3]) else [f"newcomer: {result[3][:200]!r}"]
     return statistics.median(times), edit, wrong, client
 
 

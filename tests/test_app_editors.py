@@ -140,14 +140,16 @@ def test_a_keystroke_sends_only_its_editors_text():
 
 
 def test_an_editor_edit_keeps_the_other_editor_and_the_case():
-    from app.workbench import edit_chat_template, edit_response_template
+    from app.workbench import edit_chat_template, edit_response_template, explain_view
 
     sess = session()
     case = sess.workspace.case
     out = edit_chat_template(sess, CHATML + "{# x #}", False)
     assert sess.workspace.chat_template == CHATML + "{# x #}" and sess.workspace.response_template == RESPONSE
     assert sess.workspace.case == case and "renders this case" in out["chat_diagnostics"]
-    assert out == refresh_with(sess)  # the same view a full refresh gives
+    full = refresh_with(sess)  # the same view a full refresh gives, its prompt explained right after
+    assert {k: v for k, v in out.items() if k != "prompt"} == {k: v for k, v in full.items() if k != "prompt"}
+    assert explain_view(sess, False)["prompt"] == full["prompt"]
     out = edit_response_template(sess, "{", False)
     assert sess.workspace.response_template == "{" and sess.workspace.chat_template == CHATML + "{# x #}"
     assert 'class="diag error"' in out["response_diagnostics"]

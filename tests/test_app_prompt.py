@@ -24,9 +24,10 @@ def test_prompt_marks_tokens_generation_prompt_and_anchor():
     prompt = "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n"
     assert view.prompt == prompt
     assert text_of(view.html) == prompt  # highlighting never changes the text
-    assert '<span class="tok">&lt;|im_start|&gt;</span>' in view.html
+    # (each piece also carries where it came from: `pm<message>` and `data-p`, see test_app_provenance.py)
+    assert re.search(r'<span class="tok pm0" data-p="\d+">&lt;\|im_start\|&gt;</span>', view.html)
     # The generation prompt is tinted and starts where the prompt without it ends.
-    assert re.search(r'generation prompt ▸</span><span class="tok gen">&lt;\|im_start\|&gt;</span>', view.html)
+    assert re.search(r'generation prompt ▸</span><span class="tok gen pm-" data-p="\d+">&lt;\|im_start\|&gt;</span>', view.html)
     # Parsing starts after the start anchor: the marker sits at the end of the prompt.
     assert view.html.removesuffix("</div>").endswith("▾ parsing starts</span>")
     assert "generation prompt: 22 characters" in view.info

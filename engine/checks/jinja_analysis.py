@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 import jinja2
 from jinja2 import nodes
 
-from ..diagnostics import line_col
 from ..transformers_compat import compile_template
 
 
@@ -58,15 +57,22 @@ def _lex(source: str) -> tuple[Token, ...]:
     text = normalise_newlines(source)
     tokens: list[Token] = []
     cursor = 0
+    line, line_start = 1, 0  # counted as the cursor moves: from the start for each token is quadratic
     for _, kind, value in environment(source).lexer.tokeniter(source, None):
         start = cursor
         while not text.startswith(value, start) and start < len(text) and text[start].isspace():
             start += 1
         if not text.startswith(value, start):
             break  # cannot happen for a template that lexes; stop rather than mis-locate
-        line, column = line_col(text, start)
-        tokens.append(Token(kind, value, start, start + len(value), line, column))
-        cursor = start + len(value)
+        newlines = text.count("\n", cursor, start)
+        if newlines:
+            line, line_start = line + newlines, text.rfind("\n", cursor, start) + 1
+        tokens.append(Token(kind, value, start, start + len(value), line, start - line_start + 1))
+        end = start + len(value)
+        newlines = value.count("\n")
+        if newlines:
+            line, line_start = line + newlines, value.rfind("\n") + start + 1
+        cursor = end
     return tuple(tokens)
 
 

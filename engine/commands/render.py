@@ -1,6 +1,7 @@
 """`python -m engine render [MODEL_FOLDER] [--chat-template FILE] --case FILE [--special-tokens JSON|FILE]
-[--tokenizer FILE|FOLDER] [--json]`: print the rendered prompt, with the special tokens the model's
-tokenizer brings (engine.tokens.special)."""
+[--tokenizer FILE|FOLDER] [--explain] [--json]`: print the rendered prompt, with the special tokens the
+model's tokenizer brings (engine.tokens.special); `--explain`: which template line and message wrote
+each piece of it."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from .. import limits
 from ..cases import Case, render_case
 from ..diagnostics import has_errors
+from ..provenance.listing import prompt_listing
 from ..render import select_template
 from . import UsageError, add_timeout, positive_timeout, print_diagnostics, print_json, read_json
 from ._model_inputs import add_model_inputs, read_model_inputs
@@ -22,6 +24,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help='JSON: {"messages": [...], "tools", "documents", "add_generation_prompt", '
                              '"template_kwargs", "special_tokens"} (all but messages optional)')
     parser.add_argument("--json", action="store_true", help="print {prompt, generation_spans, diagnostics}")
+    parser.add_argument("--explain", action="store_true",
+                        help="say where each piece of the prompt came from: its template line, the message the "
+                             'template was handling, its kind (with --json: "pieces", each {start, end, line, '
+                             'column, message, kind, …})')
     add_timeout(parser, limits.RENDER_SECONDS, "rendering (run in a killable, memory-capped worker)")
     parser.set_defaults(handler=run)
 
@@ -46,11 +52,15 @@ def run(args: argparse.Namespace) -> int:
         template, _ = select_template(inputs.chat_template, case.tools, args.template_name)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    result = render_case(template, case, inputs.special_tokens, timeout=timeout)
+    result = render_case(template, case, inputs.special_tokens, timeout=timeout, explain=args.explain)
     result.diagnostics = [*inputs.diagnostics, *result.diagnostics]  # a model folder's own problems too
     if args.json:
         print_json(result.to_dict())
+    elif result.ok and args.explain and result.explanation is not None and result.explanation.pieces is not None:
+        print(prompt_listing(result.prompt, result.explanation.pieces))
     elif result.ok:
         sys.stdout.write(result.prompt)
+    if args.explain and result.explanation is not None and result.explanation.note:
+        print(f"note: {result.explanation.note}", file=sys.stderr)
     print_diagnostics(result.diagnostics)
     return 0 if result.ok and not has_errors(result.diagnostics) else 1

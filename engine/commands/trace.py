@@ -1,14 +1,18 @@
 """`python -m engine trace [MODEL_FOLDER] [--response-template FILE] --output FILE [--prefix FILE]
-[--tools FILE] [--chunk-size N | --random-chunks SEED | --tokenizer FILE|FOLDER] [--json]`: parse an
-output and show where every character went (the response template from a model folder's
-tokenizer_config.json, or the file; with `--tokenizer`, the output is fed one token at a time)."""
+[--tools FILE] [--chunk-size N | --random-chunks SEED | --tokenizer FILE|FOLDER] [--explain] [--json]`:
+parse an output and show where every character went (the response template from a model folder's
+tokenizer_config.json, or the file; with `--tokenizer`, the output is fed one token at a time;
+`--explain`: and which key of the response template claimed it)."""
 
 from __future__ import annotations
 
 import argparse
 import random
+from dataclasses import replace
 
 from .. import limits
+from ..provenance.listing import output_listing
+from ..provenance.output import explain_segments
 from ..response_spec import load_response_spec
 from ..runners.recorded import split_tokens
 from ..terminal import field_colours, legend, paint
@@ -29,8 +33,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     split.add_argument("--random-chunks", type=int, metavar="SEED", help="feed it in random-sized chunks")
     parser.add_argument("--json", action="store_true",
                         help='print {"message", "events", "prefix_events", "segments", "diagnostics"}')
+    parser.add_argument("--explain", action="store_true",
+                        help="list each segment with the key of the response template that claimed it (its line "
+                             "and column) and, for held-back text, the delimiters it may still become")
     add_timeout(parser, limits.REGEX_SECONDS, "the response template's regexes (summed over the whole parse)")
     parser.set_defaults(handler=run)
+
+
+def _placed(place, site) -> dict:
+    """A field site's line and columns in the file (`Origin.place`)."""
+    (line, column), (end_line, end_column) = place(site.line, site.column), place(site.end_line, site.end_column)
+    return {"line": line, "column": column, "end_line": end_line, "end_column": end_column}
 
 
 def split_text(text: str, chunk_size: int | None = None, seed: int | None = None) -> list[str]:
@@ -83,10 +96,21 @@ def run(args: argparse.Namespace) -> int:
         chunks = split_text(output, args.chunk_size, args.random_chunks)
     result = trace_text(loaded.template, output, prefix, tools, chunks, regex_seconds=timeout)
     diagnostics = loaded.diagnostics + result.diagnostics
+    origins = None
+    if args.explain:  # where each key is written in the file (a tokenizer_config.json holds the template inside)
+        place = inputs.origins["response_template"].place
+        origins = [o if o.site is None else replace(o, site=replace(o.site, **_placed(place, o.site)))
+                   for o in explain_segments(result.segments, inputs.response_template, loaded.template, output)]
     if args.json:
         data = result.to_dict()
         data["diagnostics"] = [d.to_dict() for d in diagnostics]
+        if origins is not None:
+            data["segments"] = [o.to_dict() for o in origins]
         print_json(data)
+    elif origins is not None:
+        print(output_listing(output, origins))
+        print()
+        print_json(result.message)
     else:
         colours = field_colours(loaded.template.fields)
         print(legend(colours))

@@ -1,0 +1,50 @@
+"""Provenance as a person reads it on a terminal (`render --explain`, `trace --explain`): one row per
+piece, with its template line (or response template key), its message, and its text with the
+whitespace made visible."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..text import short
+from .output import SegmentOrigin
+from .prompt import Piece
+
+TEXT_WIDTH = 48
+
+
+def prompt_listing(prompt: str, pieces: Sequence[Piece]) -> str:
+    """`line:col  message  kind  text  (source; macro; call sites)` for each piece of the prompt."""
+    rows = [("where", "message", "kind", "text", "written by")]
+    for piece in pieces:
+        where = "?" if piece.line is None else f"{piece.line}:{piece.column}"
+        notes = []
+        if piece.source is not None and piece.kind != "text":
+            notes.append(piece.source if len(piece.source) <= TEXT_WIDTH else piece.source[: TEXT_WIDTH - 1] + "…")
+        if piece.macro is not None:
+            notes.append(f"in macro {piece.macro} (line {piece.macro_line})")
+        if piece.calls:
+            notes.append("via line " + ", ".join(str(site.line) for site in piece.calls))
+        if piece.template is not None:
+            notes.append(f"template {piece.template}")
+        message = "-" if piece.message is None else str(piece.message)
+        rows.append((where, message, piece.kind, short(prompt[piece.start : piece.end], TEXT_WIDTH), "; ".join(notes)))
+    return _table(rows)
+
+
+def output_listing(output: str, origins: Sequence[SegmentOrigin]) -> str:
+    """`start-end  kind  field  text  (response template line:col key; what held-back text waits for)`."""
+    rows = [("chars", "kind", "field", "text", "claimed by")]
+    for origin in origins:
+        segment, site = origin.segment, origin.site
+        claimed = "" if site is None else f"line {site.line}:{site.column} " + (f'"{site.key}"' if site.key else "the field")
+        if origin.waits_for:
+            claimed += ("; " if claimed else "") + "may become " + " or ".join(origin.waits_for)
+        rows.append((f"{segment.start}-{segment.end}", segment.kind, segment.field or "-",
+                     short(output[segment.start : segment.end], TEXT_WIDTH), claimed))  # fmt: skip
+    return _table(rows)
+
+
+def _table(rows: list[tuple[str, ...]]) -> str:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join("  ".join([*(cell.ljust(w) for cell, w in zip(row, widths)), row[-1]]).rstrip() for row in rows)

@@ -1,0 +1,338 @@
+"""Where every character of a prompt came from: the template line (and columns) that wrote it, what
+kind of output it is, and the message the template was handling.
+
+`explain_prompt` renders the template instrumented (`instrument.py`) with the very variables
+transformers' `render_jinja_template` passed it, reads the markers, and keeps the explanation only
+if the text between them is the prompt transformers rendered, byte for byte. When the fine
+explanation (inside macros too) differs, the coarser one (a macro call as one piece) is tried; when
+that differs too, there is no explanation, and `Explanation.note` says why.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from typing import Any
+
+from .. import limits
+from .instrument import Origin, instrument
+from .markers import ANY_MARKER, CTX, END, OPEN, POP, STOP, reset_messages, use_messages
+
+_MARKERS = re.compile(f"{OPEN}(\\d+),(\\d*){STOP}|{END}|{CTX}(\\d+),(\\d*)(w?){STOP}|{POP}(\\d+){STOP}")
+_ANY_MARKER = re.compile(ANY_MARKER)
+
+
+@lru_cache(maxsize=16)
+def has_markers(source: str) -> bool:
+    """Whether a template holds a marker character (then it is not explained). Cached: the same
+    template is explained on every edit of the case, and the largest take a few milliseconds to scan."""
+    return _ANY_MARKER.search(source) is not None
+
+
+@dataclass(frozen=True)
+class Site:
+    """A place in the template: where a macro was called, or a block that holds a piece."""
+
+    line: int | None
+    column: int | None
+    source: str | None
+
+    def to_dict(self) -> dict:
+        return {"line": self.line, "column": self.column, "source": self.source}
+
+
+@dataclass(frozen=True)
+class Piece:
+    """`prompt[start:end]`, written by the template at `line`:`column` (to `end_line`:`end_column`,
+    exclusive). `kind`: `text` (template text between tags; a piece never spans a template line),
+    `literal` (a string literal in `{{ }}`), `expression` (an expression's value; `source` is its
+    text) or `block` (a `{% call %}`/`{% filter %}`/`{% generation %}` block's output, not broken
+    down). `message`: the index of the message the template was handling (None: none). `template`:
+    the named template. Inside a macro: `macro` and the line of its `{% macro %}`, and `calls`, the
+    call sites (and blocks) it was reached through, outermost first."""
+
+    start: int
+    end: int
+    kind: str
+    line: int | None
+    column: int | None
+    end_line: int | None
+    end_column: int | None
+    message: int | None
+    source: str | None = None
+    template: str | None = None
+    macro: str | None = None
+    macro_line: int | None = None
+    calls: tuple[Site, ...] = ()
+
+    def to_dict(self) -> dict:
+        data: dict[str, Any] = {
+            "start": self.start, "end": self.end, "line": self.line, "column": self.column,
+            "end_line": self.end_line, "end_column": self.end_column, "message": self.message, "kind": self.kind,
+        }  # fmt: skip
+        if self.source is not None:
+            data["source"] = self.source
+        if self.template is not None:
+            data["template"] = self.template
+        if self.macro is not None:
+            data["macro"] = {"name": self.macro, "line": self.macro_line}
+        if self.calls:
+            data["calls"] = [site.to_dict() for site in self.calls]
+        return data
+
+
+# A piece as `_read` finds it: (start, end, origin id, message, the origin ids of the call sites it
+# was reached through, the line within the origin's template text). `Explanation.pieces` turns them
+# into `Piece`s; the page reads them as they are.
+Row = tuple[int, int, int, int | None, tuple[int, ...], int]
+
+
+@dataclass
+class Explanation:
+    """The pieces that tile the prompt (`rows` None: not explained, `note` says why); `note` also
+    says when part of it is coarse (macros shown whole)."""
+
+    rows: list[Row] | None
+    origins: list[Origin] = field(default_factory=list)
+    template_name: str | None = None
+    note: str | None = None
+    coarse: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.rows is not None
+
+    @cached_property
+    def pieces(self) -> list[Piece] | None:
+        if self.rows is None:
+            return None
+        return [self.piece(row) for row in self.rows]
+
+    def site(self, origin: int) -> Site:
+        o = self.origins[origin]
+        return Site(o.line, o.column, o.source)
+
+    def piece(self, row: Row) -> Piece:
+        start, end, origin, message, calls, k = row
+        o = self.origins[origin]
+        line, column, end_line, end_column = o.line, o.column, o.end_line, o.end_column
+        if o.kind == "text" and line is not None:
+            # Template text is one row per template line: its line, and the columns it covers (a
+            # newline it ends with is the line's last column).
+            line, column = line + k, (column if k == 0 else 1)
+            end_line, end_column = line, column + end - start
+        return Piece(start, end, o.kind, line, column, end_line, end_column, message, o.source, self.template_name,
+                     o.macro, o.macro_line, tuple(self.site(c) for c in calls))
+
+
+class _Unexplained(Exception):
+    """The instrumented render does not give back the prompt (the reason is the message)."""
+
+
+class _OverLimit(BaseException):
+    """The explanation went over a limit (time, pieces): stop, whatever code it is in. A
+    BaseException, as KeyboardInterrupt is: Jinja's compiler catches every Exception while it folds
+    constants, and would go on."""
+
+
+def explain_prompt(
+    source: str,
+    variables: dict,
+    prompt: str,
+    *,
+    template_name: str | None = None,
+    continued: bool = False,
+    seconds: float | None = None,
+) -> Explanation:
+    """Explain `prompt`, which transformers rendered from `source` with `variables` (the variables
+    `render_jinja_template` passed the template). `continued`: the render continued the final
+    message, so transformers cut the prompt short of what the template wrote; the pieces are cut
+    there too. `seconds` bounds the work (None: no bound)."""
+    if _ANY_MARKER.search(prompt) or has_markers(source):
+        return Explanation(None, note="The template or the prompt holds a Unicode noncharacter (U+FDD0–U+FDD4), "
+                                      "which the explanation uses as its markers.")
+    deadline = None if seconds is None else time.monotonic() + seconds
+    why = ""
+    with _alarm(seconds):
+        for captured in (True, False):
+            try:
+                instrumented = instrument(source, captured)
+                marked = _render(instrumented.template, variables, prompt, deadline)
+                rows = _read(marked, instrumented.origins, prompt, continued)
+            except _OverLimit as e:
+                why = str(e)
+                break
+            except _Unexplained as e:
+                why = str(e)
+                continue
+            except Exception as e:  # noqa: BLE001 - an instrumented render that fails is a difference
+                why = f"the instrumented render failed ({type(e).__name__})"
+                continue
+            if not captured:
+                note = "Macros and blocks are shown whole (each call is one piece): marked inside, the render differed."
+            elif instrumented.whole:
+                names = ", ".join(instrumented.whole)
+                note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
+            else:
+                note = None
+            rows, origins = _used(rows, instrumented.origins)
+            return Explanation(rows, origins, template_name, note, coarse=not captured)
+    return Explanation(None, note=f"No explanation: {why}.")
+
+
+class _alarm:
+    """Stops the work inside after `seconds` (None: never) by raising `_OverLimit` from a timer
+    signal: compiling a very large template takes seconds and checks no clock. Only in a process's
+    main thread (a render worker); elsewhere the clock read between output chunks is the bound."""
+
+    def __init__(self, seconds: float | None):
+        self.seconds = seconds
+        self.armed = False  # whether the signal stops the work (once)
+        self.installed = False
+        self.previous: Any = None  # the handler this one replaced
+
+    def _ring(self, *_: Any) -> None:
+        if self.armed:
+            self.armed = False
+            raise _OverLimit(f"explaining took longer than its time limit ({self.seconds:.3g} s)")
+
+    def __enter__(self) -> None:
+        if self.seconds is None or threading.current_thread() is not threading.main_thread():
+            return
+        self.previous = signal.signal(signal.SIGALRM, self._ring)
+        self.armed = self.installed = True
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3))
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.installed:
+            self.armed = False  # first: a signal already on its way does nothing now
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
+            self.installed = False
+
+
+def _render(template: Any, variables: dict, prompt: str, deadline: float | None) -> str:
+    """The instrumented template's output, bounded in size and time."""
+    bound = len(prompt) + 64 * limits.MAX_EXPLAINED_PIECES
+    token = use_messages(variables.get("messages"))
+    out: list[str] = []
+    size = 0
+    try:
+        for chunk in template.generate(**variables):
+            out.append(chunk)
+            size += len(chunk)
+            if size > bound:
+                raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+            if deadline is not None and time.monotonic() > deadline:
+                raise _OverLimit("explaining took longer than its time limit")  # off the main thread
+    finally:
+        reset_messages(token)
+    return "".join(out)
+
+
+# A frame is a piece being written (or the template's top level): [origin id, its own message,
+# the message it inherits, {depth: (message, weak)} of the loops and ifs it is in, the message its
+# text belongs to (derived from the three before), the call sites it was reached through].
+_PIECE, _OWN, _INHERITED, _CONTEXT, _MESSAGE, _CALLS = range(6)
+
+
+def _message(frame: list) -> int | None:
+    """The message a frame's text belongs to: its own, else what the loops and ifs around it handle
+    (an `if` that tests a message by index only counts when nothing else says), else its caller's."""
+    if frame[_OWN] is not None:
+        return frame[_OWN]
+    found = frame[_INHERITED]
+    context = frame[_CONTEXT]
+    for depth in sorted(context) if len(context) > 1 else context:
+        index, weak = context[depth]
+        if index is not None and not (weak and found is not None):
+            found = index
+    return found
+
+
+def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> list[Row]:
+    """The pieces the markers in `marked` describe, checked to tile exactly `prompt` (a prefix of
+    what the template wrote, when `continued`)."""
+    rows: list[Row] = []
+    frames: list[list] = [[-1, None, None, {}, None, ()]]
+    text_origin = [o.kind == "text" and o.line is not None for o in origins]
+    written, cut = 0, len(prompt)
+    parts = _MARKERS.split(marked)  # text, then the 6 groups of a marker, then text, …
+    for i in range(0, len(parts), 7):
+        text = parts[i]
+        if text and written < cut:
+            frame = frames[-1]
+            if frame[_PIECE] < 0:
+                raise _Unexplained("text outside any piece")
+            if len(text) > cut - written:
+                text = text[: cut - written]
+            if not prompt.startswith(text, written):
+                raise _Unexplained("the instrumented render differs from transformers'")
+            if text_origin[frame[_PIECE]] and "\n" in text[:-1]:
+                rows.extend(_lines(written, text, frame))
+            else:
+                rows.append((written, written + len(text), frame[_PIECE], frame[_MESSAGE], frame[_CALLS], 0))
+            written += len(text)
+        elif text and frames[-1][_PIECE] < 0:
+            raise _Unexplained("text outside any piece")
+        if i + 1 >= len(parts):
+            break
+        piece, own, depth, index, weak, popped = parts[i + 1 : i + 7]
+        if piece is not None:  # OPEN
+            parent = frames[-1]
+            piece = int(piece)
+            calls = parent[_CALLS]
+            if parent[_PIECE] >= 0 and origins[piece].parent != parent[_PIECE]:
+                calls = (*calls, parent[_PIECE])
+            frame = [piece, int(own) if own else None, parent[_MESSAGE], {}, None, calls]
+            frame[_MESSAGE] = _message(frame)
+            frames.append(frame)
+        elif depth is None and popped is None:  # END
+            if len(frames) == 1:
+                raise _Unexplained("a piece ends that never started")
+            frames.pop()
+        else:  # CTX or POP
+            frame = frames[-1]
+            context = frame[_CONTEXT]
+            level = int(depth if depth is not None else popped)
+            for stale in [d for d in context if d >= level]:
+                del context[stale]
+            if depth is not None:
+                context[level] = (int(index) if index else None, weak == "w")
+            frame[_MESSAGE] = _message(frame)
+    if written < cut or (written > cut and not continued) or (len(frames) > 1 and not continued):
+        raise _Unexplained("the instrumented render differs from transformers'")
+    if len(rows) > limits.MAX_EXPLAINED_PIECES:
+        raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+    return rows
+
+
+def _used(rows: list[Row], origins: list[Origin]) -> tuple[list[Row], list[Origin]]:
+    """The rows with only the origins they use (renumbered): a render worker sends the explanation
+    back, and a large template has far more places than one prompt uses."""
+    used: dict[int, int] = {}
+    for row in rows:
+        used.setdefault(row[2], len(used))
+        for call in row[4]:
+            used.setdefault(call, len(used))
+    renumbered = [(s, e, used[o], m, tuple(used[c] for c in calls), k) for s, e, o, m, calls, k in rows]
+    kept = [None] * len(used)
+    for old, new in used.items():
+        kept[new] = origins[old]._replace(parent=None)  # (its numbering is gone; only `_read` used it)
+    return renumbered, kept  # type: ignore[return-value]
+
+
+def _lines(start: int, text: str, frame: list) -> list[Row]:
+    """Template text cut after each newline: one row per template line."""
+    out = []
+    cursor = k = 0
+    while cursor < len(text):
+        newline = text.find("\n", cursor)
+        stop = len(text) if newline < 0 else newline + 1
+        out.append((start + cursor, start + stop, frame[_PIECE], frame[_MESSAGE], frame[_CALLS], k))
+        cursor, k = stop, k + 1
+    return out

@@ -27,11 +27,16 @@ from pathlib import Path
 
 from gradio_client import Client, handle_file
 
-from tests.load_scenario import CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, local_client, newcomer, refresh_args
+from tests.load_scenario import (CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, cancel_all, flood, local_client,
+                                 newcomer, refresh_args, shown_text)
 
 CPU_BOMB = "{{ 9**(9**8) }}"  # Jinja folds it while compiling: two minutes of one core
 MEMORY_BOMB = '{{ "a" * 10**9 }}'  # a gigabyte while compiling
 BLANKS = '{{ " " * 3999000 }}'  # a 4-million-character prompt of spaces, shown with visible whitespace
+MB = 1_000_000
+# After the attacks, once their sessions are idle past the limit: memory of the server with its workers
+# back within this of where it started, and the disk under its temporary folders (issue 25).
+MEMORY_BACK_WITHIN, DISK_BACK_WITHIN = 300 * MB, 64_000
 
 
 def case_args(messages: str | None = None) -> list:
@@ -243,7 +248,6 @@ class Phase:
     newcomer_page: float | None = None
     newcomer_edit: float | None = None
     visitor_checks: float | None = None  # a visitor's checks, run during the attack
-    calm: Phase | None = None  # the same visitors and newcomer just before, with no attack
     attacker_calls: int = 0
     memory_before: int = 0
     memory_peak: int = 0
@@ -255,29 +259,85 @@ class Phase:
         ordered = sorted(self.latencies)
         return statistics.quantiles(ordered, n=20, method="inclusive")[18] if len(ordered) > 1 else (ordered or [0])[0]
 
-
-def _visitor(url: str, index: int, stop: threading.Event, phase: Phase) -> None:
-    c = client(url, f"192.0.2.{10 + index}")
-    round_ = 0
-    while not stop.is_set():
-        marker = f"VISITOR-{index}-{round_}"
-        started = time.monotonic()
-        try:
-            result = c.predict(*refresh_args(marker + ": {{ messages[0].content }}", content=f"hello {index}"), api_name="/refresh")
-        except Exception as e:  # noqa: BLE001 - reported
-            phase.errors.append(f"visitor {index}: {type(e).__name__}: {str(e)[:200]}")
-            stop.wait(0.2)
-            continue
-        phase.latencies.append(time.monotonic() - started)
-        if f"{marker}: hello {index}" not in (result[3] if isinstance(result, (list, tuple)) else ""):
-            phase.wrong.append(f"visitor {index}: {str(result)[:200]}")
-        round_ += 1
-        stop.wait(0.2)
+    def back(self) -> bool:
+        """Whether memory and disk came back after the attack (within MEMORY_BACK_WITHIN, DISK_BACK_WITHIN)."""
+        return self.memory_after <= self.memory_before + MEMORY_BACK_WITHIN and \
+            self.disk_after <= self.disk_before + DISK_BACK_WITHIN
 
 
-def _newcomer(url: str, phase: Phase, checks: bool) -> None:
+class Attacker:
+    """One attack in a process of its own (its client-side work does not slow the visitors' clients),
+    started ahead of time (importing the client takes a second) and waiting: `go` starts it, `stop`
+    ends it and gives how many calls it made. `quiet` needs no process."""
+
+    def __init__(self, attack: Callable[..., None], url: str, **options: object) -> None:
+        self.attack = attack
+        self.name = next((n for n, a in ATTACKS.items() if a is attack), attack.__name__)
+        self.process = None if attack is quiet else subprocess.Popen(
+            [sys.executable, "-m", "tests.attacks", attack.__name__, url, json.dumps(options)],
+            cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _say(self, line: str) -> None:
+        if self.process is not None:
+            try:
+                self.process.stdin.write(line + "\n")
+                self.process.stdin.flush()
+            except OSError:  # it ended already: `stop` reads what it said
+                pass
+
+    def go(self) -> None:
+        self._say("go")
+
+    def stop(self) -> int:
+        if self.process is None:
+            return 0
+        self._say("stop")
+        out, _ = self.process.communicate(timeout=120)
+        return int(out.strip().splitlines()[-1]) if out.strip() else 0
+
+
+class Visitors:
+    """`count` visitors, each its own client and session, editing one after another from `start` to
+    `close`: an edit counts for `phase` while `measuring` (its errors and wrong prompts always do)."""
+
+    def __init__(self, url: str, count: int) -> None:
+        self.url, self.phase, self.measuring = url, Phase("visitors"), False
+        self.stop = threading.Event()
+        self.threads = [threading.Thread(target=self._edit, args=(i,), daemon=True) for i in range(count)]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=130)
+
+    def _edit(self, index: int) -> None:
+        c = client(self.url, f"192.0.2.{10 + index}")
+        round_ = 0
+        while not self.stop.is_set():
+            marker = f"VISITOR-{index}-{round_}"
+            started, phase, measuring = time.monotonic(), self.phase, self.measuring
+            try:
+                result = c.predict(*refresh_args(marker + ": {{ messages[0].content }}", content=f"hello {index}"),
+                                   api_name="/refresh")
+            except Exception as e:  # noqa: BLE001 - reported
+                phase.errors.append(f"visitor {index}: {type(e).__name__}: {str(e)[:200]}")
+                self.stop.wait(0.2)
+                continue
+            if measuring and self.measuring and phase is self.phase:  # the whole edit within one attack
+                phase.latencies.append(time.monotonic() - started)
+            if f"{marker}: hello {index}" not in shown_text(result[3] if isinstance(result, (list, tuple)) else ""):
+                phase.wrong.append(f"visitor {index}: {str(result)[:200]}")
+            round_ += 1
+            self.stop.wait(0.2)
+
+
+def _newcomer(url: str, address: str, phase: Phase, checks: bool) -> None:
     # A newcomer's page: the median of three (one request on a shared machine is noise).
-    phase.newcomer_page, phase.newcomer_edit, wrong, c = newcomer(url, "192.0.2.200", pages=3)
+    phase.newcomer_page, phase.newcomer_edit, wrong, c = newcomer(url, address, pages=3)
     phase.wrong += wrong
     if checks:
         started = time.monotonic()
@@ -287,61 +347,83 @@ def _newcomer(url: str, phase: Phase, checks: bool) -> None:
             phase.wrong.append(f"visitor's checks: {summary[:200]}")
 
 
-def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., None], *, seconds: float = 6,
-              visitors: int = 4, settle: float = 10, calm: float = 0, **options: object) -> Phase:
-    """One attack for `seconds` while `visitors` edit and a newcomer arrives; then `settle` seconds of
-    quiet (the attacker's sessions go idle past the limit) before memory and disk are measured again.
-    With `calm`, the same is measured for that long with no attack first (`Phase.calm`: what this
-    machine gives as loaded now). The attacker is a process of its own: its client-side work does not
-    slow the visitors' clients."""
-    name = next((n for n, a in ATTACKS.items() if a is attack), attack.__name__)
-    before = run_phase(url, pid, folders, quiet, seconds=calm, visitors=visitors, settle=0) if calm else None
-    phase = Phase(name, memory_before=tree_memory(pid), disk_before=disk_use(folders), calm=before)
-    stop, quiet_now = threading.Event(), threading.Event()
-    attacker = subprocess.Popen([sys.executable, "-m", "tests.attacks", attack.__name__, url, str(seconds + 1.5),
-                                 json.dumps(options)], cwd=Path(__file__).resolve().parent.parent,
-                                stdout=subprocess.PIPE, text=True)
-    peak = threading.Thread(target=_watch_peak, args=(pid, quiet_now, phase), daemon=True)
+def run_phases(url: str, pid: int, folders: list[Path], attackers: list[Attacker], *, seconds: float = 6,
+               visitors: int = 4, settle: float = 10, settled_within: float = 0) -> list[Phase]:
+    """Each attack in turn for `seconds` while the same `visitors` keep editing and a newcomer (a new
+    client each time) arrives; the next attack starts as soon as one ends. Then `settle` seconds of
+    quiet (the attackers' sessions go idle past the limit), or, with `settled_within`, up to that
+    long until memory and disk are back within bounds, before they are measured again. Every
+    phase's `memory_before`/`disk_before` are from before the first attack, its `memory_after`/
+    `disk_after` from after the last: what all of them left behind together."""
+    memory, disk = tree_memory(pid), disk_use(folders)
+    phases = [Phase(a.name, memory_before=memory, disk_before=disk) for a in attackers]
+    crowd = Visitors(url, visitors)
+    crowd.phase = phases[0]
+    watching = threading.Event()
+    peak = threading.Thread(target=_watch_peak, args=(pid, watching, crowd), daemon=True)
     peak.start()
-    time.sleep(1.0)  # the attack is under way before anyone else arrives
-    with ThreadPoolExecutor(visitors + 1) as pool:
-        for index in range(visitors):
-            pool.submit(_visitor, url, index, stop, phase)
-        time.sleep(0.5)
-        newcomer = pool.submit(_newcomer, url, phase, attack is hostile_checks)
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline or not newcomer.done():
-            time.sleep(0.1)
-        try:
-            newcomer.result()
-        except Exception as e:  # noqa: BLE001
-            phase.errors.append(f"newcomer: {type(e).__name__}: {str(e)[:200]}")
-        stop.set()
-    out, _ = attacker.communicate(timeout=120)
-    phase.attacker_calls = int(out.strip().splitlines()[-1]) if out.strip() else 0
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            for index, (attacker, phase) in enumerate(zip(attackers, phases)):
+                crowd.phase = phase
+                attacker.go()
+                time.sleep(1.0)  # the attack is under way before anyone else arrives
+                if index == 0:
+                    crowd.start()
+                crowd.measuring = True
+                time.sleep(0.5)
+                arrival = pool.submit(_newcomer, url, f"192.0.2.{200 + index}", phase, attacker.attack is hostile_checks)
+                deadline = time.monotonic() + seconds
+                while time.monotonic() < deadline or not arrival.done():
+                    time.sleep(0.1)
+                crowd.measuring = False
+                try:
+                    arrival.result()
+                except Exception as e:  # noqa: BLE001
+                    phase.errors.append(f"newcomer: {type(e).__name__}: {str(e)[:200]}")
+                phase.attacker_calls = attacker.stop()
+    finally:
+        crowd.close()
+        for attacker in attackers:  # any not yet stopped (an error above)
+            if attacker.process is not None and attacker.process.poll() is None:
+                attacker.process.kill()
+                attacker.process.wait(timeout=10)
     time.sleep(settle)
-    quiet_now.set()
+    deadline = time.monotonic() + settled_within
+    while True:
+        memory, disk = tree_memory(pid), disk_use(folders)
+        for phase in phases:
+            phase.memory_after, phase.disk_after = memory, disk
+        if time.monotonic() >= deadline or all(phase.back() for phase in phases):
+            break
+        time.sleep(0.5)
+    watching.set()
     peak.join(timeout=5)
-    phase.memory_after, phase.disk_after = tree_memory(pid), disk_use(folders)
-    return phase
+    return phases
 
 
-def _watch_peak(pid: int, quiet: threading.Event, phase: Phase) -> None:
-    while not quiet.wait(0.5):
-        phase.memory_peak = max(phase.memory_peak, tree_memory(pid))
+def run_phase(url: str, pid: int, folders: list[Path], attack: Callable[..., None], *, seconds: float = 6,
+              visitors: int = 4, settle: float = 10, **options: object) -> Phase:
+    """One attack for `seconds` while `visitors` edit and a newcomer arrives; then `settle` seconds of
+    quiet (the attacker's sessions go idle past the limit) before memory and disk are measured again."""
+    return run_phases(url, pid, folders, [Attacker(attack, url, **options)], seconds=seconds, visitors=visitors,
+                      settle=settle)[0]
 
 
-if __name__ == "__main__":  # one attack, in a process of its own: python -m tests.attacks NAME URL SECONDS [OPTIONS]
-    attack_name, target, duration = sys.argv[1], sys.argv[2], float(sys.argv[3])
-    extra = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+def _watch_peak(pid: int, done: threading.Event, crowd: Visitors) -> None:
+    while not done.wait(0.5):
+        crowd.phase.memory_peak = max(crowd.phase.memory_peak, tree_memory(pid))
+
+
+if __name__ == "__main__":  # one attack, in a process of its own: python -m tests.attacks NAME URL [OPTIONS]
+    # It waits for "go" on its standard input and runs until the next line (or two minutes at most).
+    attack_name, target = sys.argv[1], sys.argv[2]
+    extra = json.loads(sys.argv[3]) if len(sys.argv) > 3 else {}
     done, submitted = threading.Event(), []
-    threading.Timer(duration, done.set).start()
+    sys.stdin.readline()
+    threading.Timer(120, done.set).start()
+    threading.Thread(target=lambda: (sys.stdin.readline(), done.set()), daemon=True).start()
     globals()[attack_name](target, done, submitted, **extra)
-    for job in submitted:
-        try:
-            if job is not None:
-                job.cancel()
-        except Exception:  # noqa: BLE001
-            pass
+    cancel_all(submitted)
     print(len(submitted), flush=True)
     os._exit(0)  # the client's own threads (streams of refused jobs) need not be waited for

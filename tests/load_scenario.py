@@ -87,27 +87,37 @@ def _innocent(url: str, index: int, rounds: int, outcome: Outcome) -> None:
             outcome.wrong.append(f"session {index} round {round_}: {prompt[:200]!r}")
 
 
-def _attacker(url: str, stop: threading.Event, outcome: Outcome) -> None:
+def flood(url: str, stop: threading.Event, jobs: list) -> None:
+    """The attacker of the scenario, in one session: hostile edits submitted without waiting for
+    answers (a backtracking regex on a long message, a looping template, deep JSON) after the
+    checks on a looping template, until `stop`; every job it submitted goes into `jobs`."""
     client = local_client(url, "198.51.100.1")
     hostile = [
         refresh_args("{{ messages[0].content }}", HOSTILE_REGEX, content="a" * 3000 + "!"),
         refresh_args(LOOP),
         refresh_args("{{ messages[0].content }}", DEEP),
     ]
-    jobs = [client.submit(*refresh_args(LOOP)[:3], *refresh_args(LOOP)[4:], api_name="/run_all_checks")]
+    jobs.append(client.submit(*refresh_args(LOOP)[:3], *refresh_args(LOOP)[4:], api_name="/run_all_checks"))
     while not stop.is_set():
         for args in hostile:
             try:
                 jobs.append(client.submit(*args, api_name="/refresh"))  # never waits for an answer
             except Exception:  # noqa: BLE001 - the attacker does not care
-                pass
-            outcome.attacker_calls += 1
-        time.sleep(0.05)
-    for job in jobs:
+                jobs.append(None)
+        stop.wait(0.05)
+
+
+def cancel_all(jobs: list) -> None:
+    """Cancel every job submitted (one request each: hundreds, one after another, took half a minute)."""
+
+    def cancel(job) -> None:
         try:
             job.cancel()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001 - an attacker does not care
             pass
+
+    with ThreadPoolExecutor(16) as cancelling:
+        cancelling.map(cancel, [job for job in jobs if job is not None])
 
 
 def newcomer(url: str, address: str, pages: int = 1) -> tuple[float, float, list[str], Client]:
@@ -131,11 +141,14 @@ def newcomer(url: str, address: str, pages: int = 1) -> tuple[float, float, list
 def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = True) -> Outcome:
     """`sessions` innocent visitors make `rounds` edits each while (optionally) an attacker floods the
     server; a newcomer then opens the page and makes one edit."""
+    from tests.attacks import Attacker  # (it imports this module)
+
     outcome = Outcome()
-    stop = threading.Event()
-    attacker = threading.Thread(target=_attacker, args=(url, stop, outcome), daemon=True) if attack else None
+    # The attacker is a process of its own: its client's hundreds of job threads (and their
+    # cancelling, after) would otherwise take this process's CPU from the visitors' clients.
+    attacker = Attacker(flood, url) if attack else None
     if attacker is not None:
-        attacker.start()
+        attacker.go()
         time.sleep(1.0)  # the attack is under way before anyone else arrives
     try:
         with ThreadPoolExecutor(max(1, sessions)) as pool:
@@ -145,7 +158,6 @@ def run_scenario(url: str, sessions: int = 20, rounds: int = 5, attack: bool = T
             outcome.newcomer_page, outcome.newcomer_refresh, wrong, _ = newcomer(url, "192.0.2.250")
             outcome.wrong += wrong
     finally:
-        stop.set()
         if attacker is not None:
-            attacker.join(timeout=10)
+            outcome.attacker_calls = attacker.stop()
     return outcome

@@ -218,6 +218,37 @@ def test_a_template_too_slow_to_explain_in_time_says_so() -> None:
     assert time.monotonic() - started < 5
 
 
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the ring Python only printed
+def test_a_timer_ring_lost_in_a_garbage_collection_callback_rings_again() -> None:
+    """An exception raised while a gc callback runs (hypothesis installs one) is only printed, and the
+    compile would go on: here the first ring lands in a callback that is still running, and the
+    explanation is stopped by the next."""
+    import gc
+
+    template = "".join(f"{{% if messages[0].role == 'user' %}}<s{i}>{{{{ messages[0].content }}}}\n{{% endif %}}"
+                       for i in range(600))
+    variables = {"messages": [{"role": "user", "content": "Hi"}], "add_generation_prompt": False}
+    held = []
+
+    def slow_first_collection(phase: str, info: dict) -> None:
+        if phase == "start" and not held:
+            held.append(True)
+            until = time.monotonic() + 0.1  # past the 0.05 s limit: the timer rings in here
+            while time.monotonic() < until:
+                pass
+
+    threshold = gc.get_threshold()
+    gc.callbacks.append(slow_first_collection)
+    gc.set_threshold(100)
+    try:
+        explanation = explain_prompt(template, variables, "unused", seconds=0.05)
+    finally:
+        gc.callbacks.remove(slow_first_collection)
+        gc.set_threshold(*threshold)
+    assert held  # the callback ran (and held the first ring)
+    assert explanation.pieces is None and "longer than its time limit (0.05 s)" in explanation.note
+
+
 def test_a_megabyte_prompt_is_explained_in_the_worker() -> None:
     messages = [{"role": "user", "content": "word " * 200_000}, {"role": "assistant", "content": "Fine."}]
     result = render(CHATML, messages, explain=True, timeout=limits.RENDER_SECONDS)

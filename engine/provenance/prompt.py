@@ -156,16 +156,25 @@ def explain_prompt(
         return Explanation(None, note="The template or the prompt holds a Unicode noncharacter (U+FDD0–U+FDD4), "
                                       "which the explanation uses as its markers.")
     deadline = None if seconds is None else time.monotonic() + seconds
+    try:
+        return _explain(source, variables, prompt, template_name, continued, seconds, deadline)
+    except _OverLimit as e:  # caught outside the timer, which is stopped by then
+        return Explanation(None, note=f"No explanation: {e}.")
+
+
+def _explain(source: str, variables: dict, prompt: str, template_name: str | None, continued: bool,
+             seconds: float | None, deadline: float | None) -> Explanation:
+    """`explain_prompt`'s work under its timer (raises _OverLimit past a limit)."""
     why = ""
-    with _alarm(seconds):
+    with _alarm(seconds) as alarm:
         for captured in (True, False):
             try:
                 instrumented = instrument(source, captured)
                 marked = _render(instrumented.template, variables, prompt, deadline)
                 rows = _read(marked, instrumented.origins, prompt, continued)
-            except _OverLimit as e:
-                why = str(e)
-                break
+            except _OverLimit:
+                alarm.armed = False  # it landed: no more rings
+                raise
             except _Unexplained as e:
                 why = str(e)
                 continue
@@ -187,25 +196,31 @@ def explain_prompt(
 class _alarm:
     """Stops the work inside after `seconds` (None: never) by raising `_OverLimit` from a timer
     signal: compiling a very large template takes seconds and checks no clock. Only in a process's
-    main thread (a render worker); elsewhere the clock read between output chunks is the bound."""
+    main thread (a render worker); elsewhere the clock read between output chunks is the bound.
+
+    The timer rings again every `REPEAT` seconds until its exception lands where the work can see
+    it: one raised while a garbage-collection callback runs (hypothesis installs one; so may any
+    library) is only printed by Python, and the compile would go on."""
+
+    REPEAT = 0.05
 
     def __init__(self, seconds: float | None):
         self.seconds = seconds
-        self.armed = False  # whether the signal stops the work (once)
+        self.armed = False  # whether a ring stops the work
         self.installed = False
         self.previous: Any = None  # the handler this one replaced
 
     def _ring(self, *_: Any) -> None:
         if self.armed:
-            self.armed = False
             raise _OverLimit(f"explaining took longer than its time limit ({self.seconds:.3g} s)")
 
-    def __enter__(self) -> None:
+    def __enter__(self) -> _alarm:
         if self.seconds is None or threading.current_thread() is not threading.main_thread():
-            return
+            return self
         self.previous = signal.signal(signal.SIGALRM, self._ring)
         self.armed = self.installed = True
-        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3))
+        signal.setitimer(signal.ITIMER_REAL, max(self.seconds, 1e-3), self.REPEAT)
+        return self
 
     def __exit__(self, *exc: Any) -> None:
         if self.installed:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 from gradio_client import Client, handle_file
 
-from tests.load_scenario import (CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, cancel_all, flood, local_client,
+# (`flood`, the scenario's attacker, is imported so `python -m tests.attacks flood URL` runs it.)
+from tests.load_scenario import (CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, flood, local_client,  # noqa: F401
                                  newcomer, refresh_args, shown_text)
 
 CPU_BOMB = "{{ 9**(9**8) }}"  # Jinja folds it while compiling: two minutes of one core
@@ -263,6 +264,19 @@ class Phase:
         """Whether memory and disk came back after the attack (within MEMORY_BACK_WITHIN, DISK_BACK_WITHIN)."""
         return self.memory_after <= self.memory_before + MEMORY_BACK_WITHIN and \
             self.disk_after <= self.disk_before + DISK_BACK_WITHIN
+
+
+def cancel_all(jobs: list) -> None:
+    """Cancel every job submitted (one request each: hundreds, one after another, took half a minute)."""
+
+    def cancel(job) -> None:
+        try:
+            job.cancel()
+        except Exception:  # noqa: BLE001 - an attacker does not care
+            pass
+
+    with ThreadPoolExecutor(16) as cancelling:
+        cancelling.map(cancel, [job for job in jobs if job is not None])
 
 
 class Attacker:

@@ -107,19 +107,6 @@ def flood(url: str, stop: threading.Event, jobs: list) -> None:
         stop.wait(0.05)
 
 
-def cancel_all(jobs: list) -> None:
-    """Cancel every job submitted (one request each: hundreds, one after another, took half a minute)."""
-
-    def cancel(job) -> None:
-        try:
-            job.cancel()
-        except Exception:  # noqa: BLE001 - an attacker does not care
-            pass
-
-    with ThreadPoolExecutor(16) as cancelling:
-        cancelling.map(cancel, [job for job in jobs if job is not None])
-
-
 def newcomer(url: str, address: str, pages: int = 1) -> tuple[float, float, list[str], Client]:
     """A newcomer opens the page (`pages` times: the median is its time) and makes one edit: the
     page's seconds, the edit's, what it got that was not its own, and its client."""

@@ -19,9 +19,8 @@ from app.page import first_view, restore_page
 from app.run_stream import stream_run
 from app.sources import from_hub
 from app.state import IDLE_SECONDS, LastRun, decode_workspace, encode_workspace
-from app.workbench import refresh
 from engine.workspace import PASTED, RunSettings
-from tests.test_app_support import RESPONSE, edited, refresh_with, session
+from tests.test_app_support import edited, refresh_with, session
 
 HOSTILE_ANCHOR = json.dumps({"version": 1, "start_anchor_pattern": "(a+)+$", "fields": {"content": {}}})
 LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"

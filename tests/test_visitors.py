@@ -34,7 +34,7 @@ from engine.clients import Gate, client_key
 from engine.sandbox import Pool, SandboxBusy, SandboxTimeout, Worker
 from engine.tokens import TokenizerFiles, load_tokenizer_files
 from tests.sandbox_jobs import leave_a_file, nap
-from tests.test_app_support import edited, form_values, refresh_with, session
+from tests.test_app_support import edited, refresh_with, session
 from tests.token_support import tokenizer_files
 
 

@@ -19,7 +19,6 @@ from ..diagnostics import Diagnostic
 from ..errors import log_failure
 from ..regex_bounds import RegexTimeout, regex_budget
 from ..sandbox import bounded_or_why
-from ..presets import Preset, load_preset
 from ..render import template_error
 from ..response_spec import load_response_spec
 from .chat_lints import check_chat_lints

@@ -33,7 +33,7 @@ from jinja2.parser import Parser
 from ..checks.jinja_analysis import Token, lex, normalise_newlines
 from ..transformers_compat import compile_template
 from .macros import is_generation, transparent_macros
-from .markers import (AT_NAME, CTX, CTX_NAME, END, FILTERS, GLOBALS, HIDDEN_PREFIX, MARK_NAME, MARK_TEXT_NAME,
+from .markers import (AT_NAME, CTX_NAME, END, FILTERS, GLOBALS, HIDDEN_PREFIX, MARK_NAME, MARK_TEXT_NAME,
                       OPEN, OPEN_NAME, POP, SOURCE_NAME, STOP)
 
 # At most this many places are looked at to find the message a piece reads (cost per output).

@@ -5,7 +5,6 @@ the editor, "No changes" for a diff never made, noise stats, a silent simulation
 
 from __future__ import annotations
 
-import re
 
 from playwright.sync_api import Page, expect
 

@@ -109,7 +109,8 @@ class Worker:
 
     def __init__(self, memory_limit: int | None = limits.WORKER_MEMORY_BYTES):
         self._memory_limit = memory_limit
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one call at a time
+        self._ends = threading.Lock()  # taking the process and its pipes to stop them (any thread)
         self._process: multiprocessing.Process | None = None
         self._connection: Connection | None = None
         self._alive: Connection | None = None  # held open while the worker should live
@@ -133,15 +134,16 @@ class Worker:
         with self._lock:
             if self._process is None or not self._process.is_alive():
                 self._start()
-            assert self._connection is not None
-            self._connection.send((function, kwargs))
-            # A fresh worker also waits here for the fork server (started once per process).
-            if not self._connection.poll(max(timeout, 0)):
-                self.stop()
-                raise SandboxTimeout(f"took longer than {_seconds(timeout if limit is None else limit)}")
+            connection = self._connection
+            assert connection is not None
             try:
-                status, value = self._connection.recv()
-            except (EOFError, OSError):
+                connection.send((function, kwargs))
+                # A fresh worker also waits here for the fork server (started once per process).
+                if not connection.poll(max(timeout, 0)):
+                    self.stop()
+                    raise SandboxTimeout(f"took longer than {_seconds(timeout if limit is None else limit)}")
+                status, value = connection.recv()
+            except (EOFError, OSError):  # the worker died, or another thread stopped it
                 self.stop()
                 raise SandboxCrashed("the worker stopped unexpectedly (memory limit?)") from None
             if status == "error":
@@ -155,15 +157,20 @@ class Worker:
                 self._start()
 
     def stop(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.join(timeout=5)
-        for end in (self._connection, self._alive):
+        """Kill the worker and close its pipes. Safe from any thread, and twice: whoever takes the
+        process and pipes first stops them (two threads closing one pipe could close a file
+        descriptor the process has since reused)."""
+        with self._ends:
+            process, ends, temp = self._process, (self._connection, self._alive), self._temp
+            self._process = self._connection = self._alive = self._temp = None
+        if process is not None:
+            process.kill()
+            process.join(timeout=5)
+        for end in ends:
             if end is not None:
                 end.close()
-        if self._temp is not None:
-            shutil.rmtree(self._temp, ignore_errors=True)
-        self._process = self._connection = self._alive = self._temp = None
+        if temp is not None:
+            shutil.rmtree(temp, ignore_errors=True)
 
     def memory(self) -> int:
         """The worker's resident memory in bytes (0 when it is not running)."""

@@ -111,6 +111,27 @@ def test_workers_never_import_the_callers_script(tmp_path: Path, monkeypatch: py
     assert sys.modules["__main__"] is main and not marker.exists()
 
 
+def test_two_threads_stopping_one_worker_close_each_pipe_once() -> None:
+    """A worker whose call failed is stopped by its caller while another thread (the pool's recycle,
+    a test) may stop it too. Each pipe must be closed once: a second close of the same descriptor
+    fails (EBADF, as CI saw) or closes a file the process has opened since."""
+    worker = Worker()
+    worker.start()
+    closes: list[int] = []
+    for end in (worker._connection, worker._alive):
+        def slow_close(close=end._close, handle: int = end._handle) -> None:
+            closes.append(handle)
+            close()
+            time.sleep(0.2)  # both threads are inside stop() while the handle is still set
+        end._close = slow_close
+    first, out = in_background(worker.stop)
+    worker.stop()
+    first.join(timeout=10)
+    assert "error" not in out, out.get("error")
+    assert len(closes) == 2 and len(set(closes)) == 2
+    worker.stop()  # and a third time, with nothing left to stop
+
+
 def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
     """A worker stuck in a runaway template never reads its pipe; when the server process is gone
     (here: its end of the liveness pipe closed, as the kernel does when it dies), the worker ends

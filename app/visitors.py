@@ -125,14 +125,15 @@ def account(session: Session) -> None:
 
 def sweep() -> int:
     """Release idle sessions (and any past a budget), give freed memory back to the system, and
-    restart idle workers that grew. Returns how many sessions were released."""
+    restart idle workers that grew (or that hold caches and have been unused as long as a session
+    may be idle). Returns how many sessions were released."""
     for session in live_sessions():
         if session.client and not session.released:
             session.held = session.held_bytes()
     released = _release(live_sessions(), idle_seconds=limits.IDLE_SECONDS)
     if released:
         _trim()
-    shared_pool().recycle(limits.WORKER_RECYCLE_BYTES)
+    shared_pool().recycle(limits.WORKER_RECYCLE_BYTES, idle=limits.IDLE_SECONDS, idle_above=limits.WORKER_IDLE_KEEP_BYTES)
     return released
 
 

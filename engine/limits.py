@@ -87,3 +87,6 @@ CLIENT_NEW_SESSIONS = _number("PLAYGROUND_CLIENT_SESSIONS_PER_MINUTE", 20)
 # An idle render worker holding more memory than this is restarted (what a hostile template or a large
 # tokenizer left in it comes back to the system).
 WORKER_RECYCLE_BYTES = int(_number("PLAYGROUND_WORKER_RECYCLE_MB", 700) * 1_000_000)
+# A render worker unused for the idle limit (IDLE_SECONDS) is restarted when it holds more than this
+# (a fresh one holds about 55 MB): what it caches, tokenizers above all, served visitors who have left.
+WORKER_IDLE_KEEP_BYTES = int(_number("PLAYGROUND_WORKER_IDLE_KEEP_MB", 150) * 1_000_000)

@@ -115,6 +115,7 @@ class Worker:
         self._connection: Connection | None = None
         self._alive: Connection | None = None  # held open while the worker should live
         self._temp: str | None = None  # the worker's own temporary folder
+        self.used_at = time.monotonic()  # when its last call ended
 
     def _start(self) -> None:
         context = _context()
@@ -146,6 +147,8 @@ class Worker:
             except (EOFError, OSError):  # the worker died, or another thread stopped it
                 self.stop()
                 raise SandboxCrashed("the worker stopped unexpectedly (memory limit?)") from None
+            finally:
+                self.used_at = time.monotonic()
             if status == "error":
                 raise value
             return value
@@ -253,13 +256,17 @@ class Pool:
         with self._changed:
             return {"workers": self._count, "idle": len(self._idle), "running": self._busy, "long": self._long}
 
-    def recycle(self, above: int) -> int:
-        """Stop idle workers holding more than `above` bytes (a large tokenizer in their cache, memory
-        a hostile template grew): they start afresh when next needed. Returns how many."""
+    def recycle(self, above: int, idle: float = float("inf"), idle_above: int = 0) -> int:
+        """Stop idle workers holding more than `above` bytes (memory a hostile template grew, large
+        tokenizers in their cache), or unused for `idle` seconds and holding more than `idle_above`
+        (what they cache served visitors who have left since): they start afresh when next needed.
+        Returns how many."""
         stopped = 0
+        now = time.monotonic()
         with self._changed:
             for worker in self._idle:
-                if worker.memory() > above:
+                memory = worker.memory()
+                if memory > above or (now - worker.used_at >= idle and memory > idle_above):
                     worker.stop()
                     stopped += 1
         return stopped

@@ -207,6 +207,11 @@ def _post(url: str, path: str, body: bytes) -> int:
 
 def tree_memory(pid: int) -> int:
     """Resident memory of process `pid` and every process under it (the render workers), in bytes."""
+    return sum(tree_processes(pid).values())
+
+
+def tree_processes(pid: int) -> dict[str, int]:
+    """Resident memory in bytes of process `pid` and each process under it, by "pid command"."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -215,16 +220,20 @@ def tree_memory(pid: int) -> int:
                     children.setdefault(int(stat.read().rsplit(")", 1)[1].split()[1]), []).append(int(entry))
             except (OSError, IndexError, ValueError):
                 continue
-    total, stack = 0, [pid]
+    found: dict[str, int] = {}
+    stack = [pid]
     while stack:
         current = stack.pop()
         stack.extend(children.get(current, []))
         try:
             with open(f"/proc/{current}/statm") as statm:
-                total += int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+                rss = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            with open(f"/proc/{current}/cmdline", "rb") as cmdline:
+                command = cmdline.read().replace(b"\0", b" ").decode(errors="replace")[:80]
         except (OSError, IndexError, ValueError):
             continue
-    return total
+        found[f"{current} {command}"] = rss
+    return found
 
 
 def disk_use(folders: list[Path]) -> int:
@@ -253,6 +262,7 @@ class Phase:
     memory_before: int = 0
     memory_peak: int = 0
     memory_after: int = 0
+    processes_after: dict[str, int] = field(default_factory=dict)  # what memory_after is made of
     disk_before: int = 0
     disk_after: int = 0
 
@@ -409,9 +419,9 @@ def run_phases(url: str, pid: int, folders: list[Path], attackers: list[Attacker
     time.sleep(settle)
     deadline = time.monotonic() + settled_within
     while True:
-        memory, disk = tree_memory(pid), disk_use(folders)
+        processes, disk = tree_processes(pid), disk_use(folders)
         for phase in phases:
-            phase.memory_after, phase.disk_after = memory, disk
+            phase.memory_after, phase.processes_after, phase.disk_after = sum(processes.values()), processes, disk
         if time.monotonic() >= deadline or all(phase.back() for phase in phases):
             break
         time.sleep(0.5)

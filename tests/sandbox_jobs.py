@@ -20,3 +20,12 @@ def leave_a_file(seconds: float) -> str:
     os.close(handle)
     time.sleep(seconds)
     return path
+
+
+_held: list[bytearray] = []
+
+
+def hold(megabytes: int) -> int:
+    """Keep `megabytes` of memory in this worker (as a cache would), and say which process does."""
+    _held.append(bytearray(b"x" * (megabytes * 1_000_000)))
+    return os.getpid()

@@ -111,5 +111,6 @@ def test_an_attack_neither_freezes_nor_fills_the_server(server, calm: Phase, att
     if attack.startswith("checks"):  # were 56.5 s behind two hostile sessions' checks, a third 120 s
         assert phase.visitor_checks is not None and phase.visitor_checks <= 20
     # After the attacks: memory within 300 MB of where it started, the disk where it was.
-    assert phase.back(), [f"{f} {f.stat().st_size}" for folder in folders for f in folder.rglob("*") if f.is_file()]
+    assert phase.back(), ([f"{f} {f.stat().st_size}" for folder in folders for f in folder.rglob("*") if f.is_file()],
+                          {process: f"{rss / MB:.0f} MB" for process, rss in phase.processes_after.items()})
     assert "Rule broken" not in log.read_text()  # nothing compiled in the server process

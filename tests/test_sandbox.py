@@ -14,7 +14,7 @@ import pytest
 
 from engine import render
 from engine.sandbox import Pool, SandboxBusy, SandboxTimeout, Worker
-from tests.sandbox_jobs import nap
+from tests.sandbox_jobs import hold, nap
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
@@ -148,3 +148,24 @@ def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
     assert not process.is_alive()
     worker.stop()
     busy.join(timeout=10)
+
+
+def test_the_sweep_restarts_idle_workers_that_grew_or_were_left_holding_caches() -> None:
+    """`recycle` stops an idle worker above its bound at once, and one holding caches (more than a
+    fresh worker) once it has been unused for the idle time; a worker used since, or a fresh one, stays."""
+    pool = Pool(size=2, max_size=2)
+    pool.warm()
+    mb = 1_000_000
+    try:
+        holder = pool.call(hold, {"megabytes": 120}, 60)
+        assert sorted(worker.memory() > 150 * mb for worker in pool._idle) == [False, True]
+        assert pool.recycle(above=2_000 * mb, idle=3600, idle_above=100 * mb) == 0  # used just now
+        time.sleep(0.3)
+        assert pool.recycle(above=2_000 * mb, idle=0.2, idle_above=100 * mb) == 1  # the fresh one stays
+        assert sorted(worker.memory() > 0 for worker in pool._idle) == [False, True]
+        again = pool.call(hold, {"megabytes": 120}, 60)
+        assert pool.recycle(above=100 * mb) == 1  # above the bound: restarted, however recently used
+        assert pool.call(nap, {"seconds": 0}, 60) not in (holder, again)
+    finally:
+        for worker in pool._idle:
+            worker.stop()

@@ -4,11 +4,13 @@ through the same entry point (the `cli` fixture)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from transformers.utils.chat_parsing import parse_response
 
-from tests.conftest import engine_process
+from tests.conftest import ROOT, engine_process
 from tests.trace_cases import SCENARIOS, dump
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,3 +88,14 @@ def test_render_and_trace_run_as_real_processes(tmp_path: Path) -> None:
     (tmp_path / "out.txt").write_text(output)
     traced = engine_process("trace", "--response-template", tmp_path / "spec.json", "--output", tmp_path / "out.txt", "--json")
     assert traced.returncode == 0 and json.loads(traced.stdout)["message"]["role"] == "assistant"
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly() -> None:
+    """`python -m engine formats --json | head`: the reader closes the pipe after a few bytes; the
+    command ends with the shell's code for a broken pipe (141) and no traceback."""
+    process = subprocess.Popen([sys.executable, "-m", "engine", "formats", "--json"], cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stdout.read(10).startswith(b"[")
+    process.stdout.close()  # the output is far larger than a pipe holds: the next write fails
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 141 and err == b"", err.decode()[-2000:]

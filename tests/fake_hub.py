@@ -69,6 +69,9 @@ class FakeHub:
         self._failures: dict[str, list[tuple[int, str | None, str | None]]] = {}
         # Bytes per second a file download is sent at (None: at once), to watch a download's progress.
         self.download_rate: float | None = None
+        # When set to an Event: a download sends its first piece, then waits (up to 30 s) until the
+        # event is set, so a test sees the progress mid-way however busy the machine is.
+        self.downloads_released: threading.Event | None = None
         self._lock = threading.Lock()
         self._counter = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
@@ -184,6 +187,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 for start in range(0, len(content), piece):
                     self.wfile.write(content[start : start + piece])
                     self.wfile.flush()
+                    if start == 0 and hub.downloads_released is not None:
+                        hub.downloads_released.wait(30)
                     time.sleep(0.05)
                 return
             self.wfile.write(content)

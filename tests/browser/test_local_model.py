@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def test_each_format_suggests_a_laptop_model_or_says_why_none(page: Page):
 
 def test_the_size_before_the_download_then_its_progress_then_the_run(page: Page, hub_app: tuple[str, FakeHub]):
     _, hub = hub_app
-    hub.download_rate = 300_000  # bytes a second: the first download takes about a second
+    hub.download_rate = 300_000  # bytes a second
+    hub.downloads_released = threading.Event()  # each file waits after its first piece until the test has seen the progress
     pick(page, "preset-picker", "Blank (ChatML starter)")
     pick(page, "runner-choice", "Local model")
     model_box(page).fill(REPO)
@@ -85,6 +87,7 @@ def test_the_size_before_the_download_then_its_progress_then_the_run(page: Page,
     expect(page.locator("#run-stats progress.download")).to_be_attached(timeout=30_000)
     expect(page.locator("#run-stats")).to_contain_text("downloading tiny/chat")
     screenshot(page, "local-model-download")
+    hub.downloads_released.set()
     page.wait_for_function("() => /status\\s*done/.test(document.querySelector('#run-stats').textContent)", timeout=60_000)
     expect(page.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
 

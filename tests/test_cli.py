@@ -10,7 +10,7 @@ from pathlib import Path
 
 from transformers.utils.chat_parsing import parse_response
 
-from tests.conftest import ROOT, engine_process
+from tests.conftest import engine_process
 from tests.trace_cases import SCENARIOS, dump
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -20,7 +20,8 @@ def prompt_listing(prompt: str, pieces: Sequence[Piece]) -> str:
         where = "?" if piece.line is None else f"{piece.line}:{piece.column}"
         notes = []
         if piece.source is not None and piece.kind != "text":
-            notes.append(piece.source if len(piece.source) <= TEXT_WIDTH else piece.source[: TEXT_WIDTH - 1] + "…")
+            source = " ".join(piece.source.split())  # one row per piece: an expression may span lines
+            notes.append(source if len(source) <= TEXT_WIDTH else source[: TEXT_WIDTH - 1] + "…")
         if piece.macro is not None:
             notes.append(f"in macro {piece.macro} (line {piece.macro_line})")
         if piece.calls:

@@ -3,7 +3,8 @@
 For each `*.jinja` file of a folder, the built-in conversations `check` uses (fitted to what the
 template accepts: `engine.checks.fitting`) are rendered with and without a generation prompt, with
 provenance (`render(explain=True)`), and each explanation is checked: its pieces tile the prompt
-transformers rendered, byte for byte. Prints one line per template and the totals (`--markdown`: a
+transformers rendered, byte for byte. Each render runs as `render --explain` runs it: in the killable
+worker, within the command's time limit (templates are code). Prints one line per template and the totals (`--markdown`: a
 table). Real templates are never committed here; collect them elsewhere.
 Run: `python -m benchmarks.explain_corpus /path/to/templates [--markdown]`."""
 
@@ -14,6 +15,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from engine import limits
 from engine.cases import render_case
 from engine.checks.context import CheckContext, default_cases
 from engine.checks.fitting import fit_cases
@@ -35,7 +37,8 @@ def explain_template(source: str) -> dict:
     for case in cases:
         for generation in (True, False):
             start = time.perf_counter()
-            result = render_case(source, replace(case, add_generation_prompt=generation), TOKENS, explain=True)
+            result = render_case(source, replace(case, add_generation_prompt=generation), TOKENS, explain=True,
+                                 timeout=limits.RENDER_SECONDS)
             out["ms"] = max(out["ms"], (time.perf_counter() - start) * 1000)
             if not result.ok:
                 continue

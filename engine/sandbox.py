@@ -16,6 +16,7 @@ front of everyone else's.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing
 import os
 import shutil
@@ -64,7 +65,7 @@ def _serve(connection: Connection, memory_limit: int | None, alive: Connection |
     if temp is not None:
         os.environ["TMPDIR"] = tempfile.tempdir = temp
     if alive is not None:
-        threading.Thread(target=_exit_with_server, args=(alive,), daemon=True).start()
+        threading.Thread(target=_exit_with_server, args=(alive, temp), daemon=True).start()
     try:
         os.nice(WORKER_NICENESS)
     except (AttributeError, OSError):  # not on every platform
@@ -79,7 +80,8 @@ def _serve(connection: Connection, memory_limit: int | None, alive: Connection |
     while True:
         try:
             function, kwargs = connection.recv()
-        except EOFError:
+        except EOFError:  # the server closed its end without stopping the worker
+            _remove(temp)
             return
         try:
             connection.send(("ok", function(**kwargs)))
@@ -94,14 +96,32 @@ def _serve(connection: Connection, memory_limit: int | None, alive: Connection |
                 connection.send(("error", RuntimeError(f"{type(e).__name__}: {e}")))
 
 
-def _exit_with_server(alive: Connection) -> None:
+def _exit_with_server(alive: Connection, temp: str | None = None) -> None:
     """A worker busy with a runaway template never reads its pipe again; if the server goes away
-    (stopped, crashed), this ends the worker rather than leave it running with no one to kill it."""
+    (stopped, crashed), this ends the worker rather than leave it running with no one to kill it.
+    The worker removes its own folder first: no server is left to remove it."""
     try:
         alive.recv()
     except (EOFError, OSError):
         pass
+    _remove(temp)
     os._exit(1)
+
+
+def _remove(temp: str | None) -> None:
+    if temp is not None:
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+# The folders of the workers this process started and has not stopped. At exit, multiprocessing
+# ends the (daemonic) workers with a signal they cannot clean up after, so the server removes them.
+_FOLDERS: set[str] = set()
+
+
+@atexit.register
+def _remove_folders() -> None:
+    for temp in list(_FOLDERS):
+        _remove(temp)
 
 
 class Worker:
@@ -122,6 +142,7 @@ class Worker:
         parent, child = context.Pipe()
         watched, self._alive = context.Pipe(duplex=False)
         self._temp = tempfile.mkdtemp(prefix="playground-worker-")
+        _FOLDERS.add(self._temp)
         self._process = context.Process(target=_serve, args=(child, self._memory_limit, watched, self._temp), daemon=True)
         with _without_main_module():
             self._process.start()
@@ -173,7 +194,8 @@ class Worker:
             if end is not None:
                 end.close()
         if temp is not None:
-            shutil.rmtree(temp, ignore_errors=True)
+            _remove(temp)
+            _FOLDERS.discard(temp)
 
     def memory(self) -> int:
         """The worker's resident memory in bytes (0 when it is not running)."""

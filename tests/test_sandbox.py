@@ -4,6 +4,7 @@ limit, and lets each visitor (owner) run one call at a time."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import time
@@ -15,6 +16,8 @@ import pytest
 from engine import render
 from engine.sandbox import Pool, SandboxBusy, SandboxTimeout, Worker
 from tests.sandbox_jobs import hold, nap
+
+ROOT = Path(__file__).resolve().parent.parent
 
 MESSAGES = [{"role": "user", "content": "hi"}]
 LOOP = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
@@ -148,6 +151,25 @@ def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
     assert not process.is_alive()
     worker.stop()
     busy.join(timeout=10)
+
+
+@pytest.mark.parametrize("end", ["exits", "is killed"])
+def test_a_server_that_ends_without_stopping_its_workers_leaves_no_folder_behind(end: str) -> None:
+    """A server that ends with its workers still running (as a pool's idle workers are) leaves none
+    of their temporary folders: on a normal exit the server removes them (multiprocessing ends the
+    workers by a signal they cannot clean up after); killed, each worker removes its own as it ends."""
+    script = ("import os\nfrom engine.sandbox import Worker\nfrom tests.sandbox_jobs import nap\n"
+              "worker = Worker()\nworker.call(nap, {'seconds': 0}, 60)\nprint(worker._temp, flush=True)\n")
+    if end == "is killed":
+        script += "os.kill(os.getpid(), 9)\n"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == (0 if end == "exits" else -9), done.stderr
+    temp = Path(done.stdout.strip())
+    assert temp.name.startswith("playground-worker-")
+    deadline = time.monotonic() + 10  # a killed server's worker notices within moments
+    while temp.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not temp.exists()
 
 
 def test_the_sweep_restarts_idle_workers_that_grew_or_were_left_holding_caches() -> None:

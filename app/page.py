@@ -420,7 +420,8 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
     ui.on([ui[name].input for name in SETTINGS], save_settings, ["session", *SETTINGS], ["saved_code"],
           trigger_mode="always_last", **quiet)
-    ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key"], RUN_OUTPUTS, concurrency_limit=16,
+    ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key", "show_whitespace"],
+          [*RUN_OUTPUTS, *(name for name in REFRESH_OUTPUTS if name not in RUN_OUTPUTS)], concurrency_limit=16,
           show_progress="hidden")
     ui.on(ui["stop"].click, runs.stop_button, ["session"], [], queue=False, show_progress="hidden")
     # The author moves the slider (not a run setting it): the replay is built on demand.

@@ -24,7 +24,7 @@ from .run_stream import not_started, read_settings, stream_run
 from .state import Session
 from .step_panel import EMPTY as STEP_EMPTY
 from .widgets import incremental_html
-from .workbench import sync
+from .workbench import refreshed, sync
 
 RUNNER_CHOICES = [("Recorded", "recorded"), ("Simulated", "simulated"), ("Local model", "local"), ("Remote server", "remote")]
 
@@ -51,15 +51,20 @@ def recording_choices(workspace: Workspace) -> list[tuple[str, str]]:
 
 
 def run_callback(session: Session, chat_template: str, response_template: str, form_case: str, api_key: str,
-                 **values: Any) -> Iterator[dict[str, Any]]:
+                 show_whitespace: bool = False, **values: Any) -> Iterator[dict[str, Any]]:
     """The Run button: sync the editors and the case form, then stream (`values`: the run settings
-    and the case form, by name)."""
+    and the case form, by name). When a local model's tokenizer brought other special tokens, the
+    prompt is shown again as it renders with them (as the special-tokens field now shows them)."""
     problems = sync(session, chat_template, response_template, form_case, values)
     if problems:
         yield not_started([Diagnostic("error", "The case has errors; fix them to run.", "case"), *problems]).outputs()
         return
+    brought = False
     for update in stream_run(session, read_settings(**values), api_key):
+        brought = brought or update.special_tokens is not None
         yield update.outputs()
+    if brought:
+        yield refreshed(session, bool(show_whitespace))
 
 
 EMPTY_STREAM = stream_value("", '<span class="placeholder">Press Run to stream an output here.</span>')

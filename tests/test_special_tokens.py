@@ -127,6 +127,32 @@ def test_every_way_the_page_loads_a_tokenizer_brings_its_special_tokens(tmp_path
     assert "line 1" in bad["special_tokens_diagnostics"] and model.workspace.special_tokens["bos_token"] == "[B]"
 
 
+def test_a_local_run_that_brings_special_tokens_shows_the_prompt_rendered_with_them(tmp_path):
+    """The first run of a local model makes its tokenizer the session's: when that brings other
+    special tokens, the run's last update shows them in the field and the prompt as it renders with
+    them now, not the prompt from before (which the next edit would only then correct)."""
+    from app.run_panel import run_callback
+    from engine.workspace import RunSettings
+    from tests.test_app_support import edited, settings_values
+    from tests.tiny_model import build_tiny_model
+
+    folder = build_tiny_model(tmp_path / "model")  # its tokenizer: eos <|im_end|>, pad <|endoftext|>
+    sess = session()
+    template = "[{{ pad_token }}]" + sess.workspace.chat_template
+    assert "pad_token" not in sess.workspace.special_tokens
+    settings = settings_values(RunSettings(runner="local", model=str(folder), max_new_tokens=2, tokens_per_second=0))
+    updates = list(run_callback(**edited(sess, chat=template), **settings, api_key="", show_whitespace=False))
+    assert sess.workspace.special_tokens["pad_token"] == "<|endoftext|>"
+    assert '"pad_token": "<|endoftext|>"' in [u for u in updates if "special_tokens" in u][-1]["special_tokens"]
+    before = [u["prompt"] for u in updates if "prompt" in u]
+    assert len(before) == 1 and updates.index(next(u for u in updates if "prompt" in u)) == len(updates) - 1
+    shown = build_prompt_view(sess, show_whitespace=False).prompt
+    assert shown.startswith("[<|endoftext|>]") and "&lt;|endoftext|&gt;" in updates[-1]["prompt"]
+    assert updates[-1]["run_note"] == ""  # the run stays the current one
+    again = list(run_callback(**edited(sess, chat=template), **settings, api_key="", show_whitespace=False))
+    assert not any("prompt" in u for u in again)  # nothing new brought: the prompt is as it was
+
+
 def test_a_tokenizer_without_named_tokens_keeps_the_templates_own(tmp_path):
     bare = tokenizer_files(("<start_of_turn>",))  # no bos or eos declared
     sess = session()

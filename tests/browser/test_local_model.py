@@ -92,6 +92,22 @@ def test_the_size_before_the_download_then_its_progress_then_the_run(page: Page,
     expect(page.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
 
 
+def test_a_first_run_shows_the_prompt_with_the_special_tokens_the_model_brought(page: Page):
+    """The model's tokenizer brings a pad token the Blank preset lacks: once the run ends, the prompt
+    on screen is rendered with it (the template writes it first), without another edit."""
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    page.click("#chat-editor .cm-content")
+    page.keyboard.press("Control+Home")
+    page.keyboard.insert_text("[{{ pad_token }}]")
+    prompt = page.locator("#prompt-view .prompt-text")
+    expect(prompt).to_contain_text("[]<|im_start|>")
+    pick(page, "runner-choice", "Local model")
+    model_box(page).fill(REPO)
+    set_number(page, "max-new-tokens", 2)
+    assert "done" in run_and_wait(page)
+    expect(prompt).to_contain_text("[<|endoftext|>]<|im_start|>")
+
+
 def test_a_failed_run_shows_the_error_not_an_empty_message(page: Page):
     pick(page, "preset-picker", "Blank (ChatML starter)")
     pick(page, "runner-choice", "Local model")

@@ -349,15 +349,27 @@ def _template_line(error: Exception) -> tuple[int | None, bool]:
 _JINJA_DIR = jinja2.__file__.rsplit("/", 1)[0] + "/" if "/" in jinja2.__file__ else None
 
 
+def special_token_advice(name: str) -> str | None:
+    """What to give when a chat template reads `name`, nobody passed it, and it is a special token
+    (a `…_token` name, as a Hub load reads them): it comes with the model's tokenizer, so the
+    template is right and the case or a template kwarg is the wrong advice. None for other names."""
+    if not name.endswith("_token"):
+        return None
+    return (f"`{name}` is a special token: it comes with the model's tokenizer. Load the tokenizer (a model folder, "
+            f"--tokenizer, or the Tokenizer panel) or give it (--special-tokens '{{\"{name}\": …}}', or the "
+            "Special tokens field).")
+
+
 def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | None]:
     """A message, a hint and the text to look for on the failing line (to find a column)."""
     text = str(error)
     if isinstance(error, jinja2.UndefinedError):
         name = re.search(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')", text)
         needle = (name.group(2) or name.group(1)) if name else None
+        special = special_token_advice(name.group(1)) if name and not name.group(2) else None
         return (
             f"Undefined value: {text}",
-            "The template reads a variable or key that this case does not provide. Pass it as a "
+            special or "The template reads a variable or key that this case does not provide. Pass it as a "
             "template kwarg, or guard it with `is defined`.",
             needle,
         )

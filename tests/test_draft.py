@@ -285,6 +285,17 @@ def test_a_template_that_does_not_render_gives_no_draft_and_a_diagnostic() -> No
     assert draft.response_template is None and draft.text == ""
     assert draft.diagnostics and draft.diagnostics[0].severity == "error" and "renders none of the probe" in draft.diagnostics[0].message
     assert {r.status for r in draft.fields} == {"not_inferable"}
+    assert "Fix the chat template first" in draft.diagnostics[0].hint
+
+
+def test_a_template_that_needs_a_special_token_nobody_gave_says_to_give_it() -> None:
+    """A correct template of Llama 3's style (`bos_token + '…'`) drafted without its tokenizer: the
+    hint names the special token and where it comes from, not a fix to the template."""
+    template = "{{ bos_token + '' }}{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+    draft = draft_response_template(template, {}, checks=False)
+    assert draft.response_template is None and "'bos_token' is undefined" in draft.diagnostics[0].message
+    assert "`bos_token` is a special token" in draft.diagnostics[0].hint and "Fix the chat template" not in draft.diagnostics[0].hint
+    assert draft_response_template(template, {"bos_token": "<s>"}, checks=False).response_template is not None
 
 
 def test_drafting_a_runaway_template_stops_at_the_timeout() -> None:

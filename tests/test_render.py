@@ -162,6 +162,18 @@ def test_undefined_variable_line_and_column() -> None:
     assert "template kwarg" in d.hint
 
 
+def test_an_unpassed_special_token_says_it_comes_with_the_tokenizer() -> None:
+    """Llama 3 style templates write `bos_token + '…'`, which fails when nothing passed the token: the
+    template is right, and the advice is the tokenizer (or the special tokens), not a template kwarg."""
+    template = "{{ bos_token + '<|start_header_id|>' }}{{ messages[0].content }}"
+    [d] = render(template, MESSAGES).diagnostics
+    assert "'bos_token' is undefined" in d.message and d.line == 1
+    assert "special token" in d.hint and "--special-tokens" in d.hint and "template kwarg" not in d.hint
+    assert render(template, MESSAGES, special_tokens={"bos_token": "<s>"}).prompt.startswith("<s><|start_header_id|>")
+    [other] = render("{{ foo_tokens + 'x' }}", MESSAGES).diagnostics  # not a `…_token` name
+    assert "template kwarg" in other.hint
+
+
 def test_type_error_at_runtime_is_located() -> None:
     template = "a\nb\n{{ messages[0].content + 1 }}"
     [d] = render(template, MESSAGES).diagnostics

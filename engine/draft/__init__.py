@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..checks import CheckResult
+from ..checks.fitting import UNDEFINED_NAME
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
+from ..render import special_token_advice
 from ..sandbox import bounded_or_why
 from .build import build
 from .locate import locate
@@ -127,9 +129,11 @@ def draft_response_template(
     turns, failures = render_turns(chat_template, special_tokens, dict(template_kwargs or {}), stops)
     draft = Draft(None, probes=len(turns) + len(failures))
     if not turns:
+        first = failures[0].message if failures else "no probe"
+        unpassed = UNDEFINED_NAME.search(first)
         draft.diagnostics.append(Diagnostic(
-            "error", f"The chat template renders none of the probe conversations: {failures[0].message if failures else 'no probe'}",
-            "chat_template", hint="Fix the chat template first (its editor shows where).",
+            "error", f"The chat template renders none of the probe conversations: {first}", "chat_template",
+            hint=(special_token_advice(unpassed.group(1)) if unpassed else None) or "Fix the chat template first (its editor shows where).",
         ))  # fmt: skip
         draft.fields = [FieldReport(name, "not_inferable", "The chat template does not render.") for name in FIELDS]
         draft.seconds = time.perf_counter() - started

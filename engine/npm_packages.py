@@ -17,8 +17,10 @@ INSTALL_TIMEOUT = 300.0
 
 
 def cache_dir() -> Path:
+    """`$PLAYGROUND_ENGINES_CACHE`, or `.cache/engines` in the repository when it is unset or empty
+    (an empty value would otherwise mean the current folder, and npm would install there)."""
     default = Path(__file__).resolve().parents[1] / ".cache" / "engines"
-    return Path(os.environ.get("PLAYGROUND_ENGINES_CACHE", default))
+    return Path(os.environ.get("PLAYGROUND_ENGINES_CACHE") or default)
 
 
 def package_dir(package: str) -> Path:

@@ -76,6 +76,19 @@ def test_without_npm_a_missing_package_is_not_checked(monkeypatch, tmp_path) -> 
     assert unavailable("transformers.js") == "not checked: @huggingface/jinja is not installed and npm was not found"
 
 
+def test_an_empty_cache_variable_means_the_default_cache_not_the_current_folder(monkeypatch, tmp_path) -> None:
+    from engine import npm_packages
+
+    monkeypatch.delenv("PLAYGROUND_ENGINES_CACHE", raising=False)
+    default = npm_packages.cache_dir()
+    assert default.is_absolute() and default.parts[-2:] == (".cache", "engines")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PLAYGROUND_ENGINES_CACHE", "")  # as a CI file that names the variable and no value
+    assert npm_packages.cache_dir() == default
+    monkeypatch.setenv("PLAYGROUND_ENGINES_CACHE", str(tmp_path / "mine"))
+    assert npm_packages.cache_dir() == tmp_path / "mine"
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_every_engine_gets_what_transformers_hands_the_template(engine: str) -> None:
     messages = [{"role": "assistant", "content": None, "reasoning": "hmm", "tool_calls": [{"function": {"name": "f", "arguments": {"x": 1}}}]}]

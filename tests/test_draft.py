@@ -198,6 +198,23 @@ def test_a_turn_that_resumes_after_tool_results_starts_where_the_format_says() -
     assert parse("dsml_resumes", "It is sunny.<｜end▁of▁sentence｜>", messages) == {"role": "assistant", "content": "It is sunny."}
 
 
+def test_the_text_a_format_ends_its_calls_with_closes_the_content_when_the_history_writes_it() -> None:
+    """Gemma 4 writes <|tool_response> after its calls (and stops there; the results follow in the same
+    turn). The history shows it after every call, so the library format's own end joins the content's
+    close: the content parses back in every probe, not only the calls."""
+    draft = drafted("gemma4_resumes")
+    assert draft.format is not None and draft.format.name == "gemma4"
+    assert draft.response_template["fields"]["content"]["close"] == ["<turn|>", "<|tool_response>"]
+    assert statuses(draft) == {"content": "verified", "reasoning_content": "verified", "tool_calls": "verified"}
+    output = 'Checking.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_response>'
+    assert parse("gemma4_resumes", output) == {"role": "assistant", "content": "Checking.",
+                                               "tool_calls": [call("get_weather", city="Paris")]}
+    # After the results the model goes on in that turn: the answer is parsed alone.
+    called = {"role": "assistant", "tool_calls": [call("get_weather", city="Paris")]}
+    messages = [{"role": "user", "content": "Weather in Paris?"}, called, {"role": "tool", "name": "get_weather", "content": "sunny"}]
+    assert parse("gemma4_resumes", "It is sunny.<turn|>", messages) == {"role": "assistant", "content": "It is sunny."}
+
+
 def test_a_format_told_in_the_instructions_but_not_written_in_history_is_taken_from_them() -> None:
     # Granite's and Phi's templates write no call into history: the instructions name the format.
     for family in ("granite_told", "functools_phi"):

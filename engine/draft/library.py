@@ -47,6 +47,7 @@ class Candidate:
     examples: tuple[int, int] = (0, 0)
     failures: list[str] = field(default_factory=list)
     named: int = 0  # history probes whose calls come back with the right names (the call's shape is read)
+    whole: int = 0  # history probes with calls that parse back whole, every field (none excused)
 
     @property
     def told(self) -> bool:
@@ -69,7 +70,7 @@ class Candidate:
         """Best first: verified; the instructions' example read (the more of it, the better: `functools`
         before a JSON list is the format's); the history read; then its examples and signature."""
         told = len(self.example.text) if self.example is not None and self.example.parses else 0
-        return (self.verifies, told, self.history_agrees, self.probes[0], self.examples[0], self.signature)
+        return (self.verifies, told, self.history_agrees, self.whole, self.probes[0], self.examples[0], self.signature)
 
 
 def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told,
@@ -117,7 +118,9 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
             verify_candidate(candidate, turns, told, known)
             if best is None or candidate.rank() > best.rank():
                 best = candidate
-            if best.verifies:
+            # A verified variant that still leaves text of the history's turns in no field (Gemma 4's
+            # <|tool_response> after its calls) gives the next variant its chance to read them whole.
+            if best.verifies and best.whole == best.probes[1]:
                 break
         if best is not None and (pattern is None or best.told or seen != ("the tool instructions",)):
             out.append(best)
@@ -239,7 +242,7 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
     except Exception as e:  # noqa: BLE001 - a graft transformers rejects verifies nothing
         candidate.failures.append(f"transformers rejects the combination: {e}")
         return
-    parsed = shown = named = 0
+    parsed = shown = named = whole = 0
     for turn in turns:
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
             continue
@@ -251,8 +254,11 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         fields = ("tool_calls",) if known.get(id(turn)) else tuple(sorted(drafted | {"tool_calls"}))
         read = _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
         parsed += read
+        every = tuple(sorted(drafted | {"tool_calls"}))
+        whole += (read if fields == every else _parses(turn.output, spec, turn.prompt, turn.probe.context.tools,
+                                                       expected, every) is None)  # fmt: skip
         named += read or _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, names=True) is None
-    candidate.probes, candidate.named = (parsed, shown), named
+    candidate.probes, candidate.named, candidate.whole = (parsed, shown), named, whole
     # The examples where this template's turn starts, after what the format's own prompt prefills.
     anchor = _anchor(candidate.spec)
     passed = applying = 0

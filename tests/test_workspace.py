@@ -4,7 +4,6 @@ the one runner factory, bounded checks, and presets no caller can change for ano
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 

@@ -68,7 +68,8 @@ class Candidate:
 
     def rank(self) -> tuple:
         """Best first: verified; the instructions' example read (the more of it, the better: `functools`
-        before a JSON list is the format's); the history read; then its examples and signature."""
+        before a JSON list is the format's); the history read (the more of its turns whole, every field,
+        the better); then its examples and signature."""
         told = len(self.example.text) if self.example is not None and self.example.parses else 0
         return (self.verifies, told, self.history_agrees, self.whole, self.probes[0], self.examples[0], self.signature)
 
@@ -243,6 +244,7 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         candidate.failures.append(f"transformers rejects the combination: {e}")
         return
     parsed = shown = named = whole = 0
+    every = tuple(sorted(drafted | {"tool_calls"}))
     for turn in turns:
         if not turn.probe.message.get("tool_calls") or CALL_NAMES[0] not in turn.output:
             continue
@@ -251,10 +253,9 @@ def verify_candidate(candidate: Candidate, turns: list[Turn], told: Told, known:
         # The calls the history wrote (gpt-oss's template writes only a message's first call).
         expected["tool_calls"] = [c for i, c in enumerate(turn.message["tool_calls"]) if CALL_NAMES[i] in turn.output]
         # Where the draft itself gets a field wrong, its text may land in another: the calls alone.
-        fields = ("tool_calls",) if known.get(id(turn)) else tuple(sorted(drafted | {"tool_calls"}))
+        fields = ("tool_calls",) if known.get(id(turn)) else every
         read = _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, fields) is None
         parsed += read
-        every = tuple(sorted(drafted | {"tool_calls"}))
         whole += (read if fields == every else _parses(turn.output, spec, turn.prompt, turn.probe.context.tools,
                                                        expected, every) is None)  # fmt: skip
         named += read or _parses(turn.output, spec, turn.prompt, turn.probe.context.tools, expected, names=True) is None

@@ -9,7 +9,6 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, expect

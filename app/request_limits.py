@@ -95,10 +95,12 @@ def _new_session(client: str, body: bytes) -> str | None:
 
 
 def last_request(page: str) -> float:
-    """When a request of Gradio page `page` last arrived (monotonic; 0 if none was seen): a request
-    waiting in Gradio's queue keeps its session in use (app.visitors)."""
+    """When a request of Gradio page `page` last arrived (monotonic; -inf if none was seen, since
+    the monotonic clock starts at boot and a machine up for less than the idle limit would
+    otherwise count every session as just used): a request waiting in Gradio's queue keeps its
+    session in use (app.visitors)."""
     with _sessions_lock:
-        return _sessions.get(page.encode(), 0.0)
+        return _sessions.get(page.encode(), float("-inf"))
 
 
 def delete_abandoned_uploads(folder: str | None = None) -> int:

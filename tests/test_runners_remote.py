@@ -86,7 +86,12 @@ def test_streams_a_scripted_completion_and_parses_it(server: Server) -> None:
     output = "".join(c.text for c in chunks)
     # The server keeps the ordinary added tokens but drops the special end-of-turn token.
     assert output == SCRIPT.removesuffix("<|im_end|>")
-    assert len(chunks) == len(server.tokenizer.encode(SCRIPT, add_special_tokens=False)) - 1  # one event per token
+    # Streamed token by token: transformers serve sends one event per token, except where its
+    # DecodeStream holds a token back until the next one settles the text (seen: `name` + `":`), so a
+    # few events carry two.
+    tokens = len(server.tokenizer.encode(SCRIPT, add_special_tokens=False)) - 1
+    assert tokens * 0.9 <= len(chunks) <= tokens
+    assert all(len(server.tokenizer.encode(c.text, add_special_tokens=False)) <= 2 for c in chunks)
     assert [c.tokens for c in chunks] == list(range(1, len(chunks) + 1))
     assert runner.finish_reason == "stop"
     assert trace.diagnostics == []

@@ -3,6 +3,7 @@ versions of a model's templates, on real folders, files and the local stand-in H
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import shutil
@@ -239,3 +240,31 @@ def test_diff_runs_as_a_real_process(tmp_path):
     result = engine_process("diff", base, new, "--format", "markdown")
     assert result.returncode == 0, result.stderr
     assert "The prompt changes in 8 of 10 conversations" in result.stdout
+
+
+def test_the_pull_request_description_says_what_changes_for_the_model(monkeypatch):
+    from engine.hub import plan_publish, publish
+
+    publishing = importlib.import_module("engine.hub.publish")  # (the package's `publish` is the function)
+
+    token, repo = "hf_behaviour_diff_token_0123456789", "author/tiny-chat"
+    config = json.dumps({"eos_token": "<|im_end|>", "response_template": RESPONSE}, indent=2).encode()
+    with FakeHub() as hub:
+        hub.add_token(token)
+        hub.add_repo(repo, {"chat_template.jinja": TEMPLATE.encode(), "tokenizer_config.json": config})
+        plan = plan_publish(repo, one_character_change(), None, endpoint=hub.url, timeout=10)
+        assert plan.behaviour is not None and len(plan.behaviour.changed) == 8
+        assert publish(plan, token=token, endpoint=hub.url).endswith("/discussions/1")
+        description = hub.commits[0]["header"]["description"]
+        # A template that takes too long to render leaves the files to publish, and says so.
+        monkeypatch.setattr(publishing, "BEHAVIOUR_SECONDS", 2)
+        slow = plan_publish(repo, TEMPLATE + "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+                            None, endpoint=hub.url, timeout=10)
+    assert description.startswith("This pull request was prepared with the template playground.")
+    section = description[description.index("## What changes for the model"):]
+    assert "**The prompt changes in 8 of 10 conversations" in section
+    [details] = re.findall(r"<details><summary>(.*?)</summary>(.*?)</details>", section, re.S)
+    assert details[0].startswith("<b>plain chat</b>, <b>system message</b>") and "1 change" in details[0]
+    assert "<|im_start|>assistant{+·+}⏎" in details[1] and f"now line {GENERATION_LINE}" in details[1]
+    assert "Unchanged: plain chat, no generation prompt, multi-turn, ending with the answer." in section
+    assert slow.changed and slow.behaviour is None and "Not worked out: Comparing the two versions stopped" in slow.description

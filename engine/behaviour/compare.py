@@ -48,9 +48,11 @@ class Suite:
     formats: bool = True  # also parse the examples of the library formats the templates are
 
     def conversations(self) -> list[tuple[Case, bool]]:
-        """Every conversation to render, each with whether it is one of the author's own."""
+        """Every conversation to render, each with whether it is one of the author's own (named "… (your
+        case)" when a standard conversation has its name, so every name in a report is one conversation)."""
         standard = [(c, False) for c in standard_conversations()] if self.standard else []
-        return standard + [(c, True) for c in self.cases]
+        taken = {c.name for c, _ in standard}
+        return standard + [(replace(c, name=f"{c.name} (your case)") if c.name in taken else c, True) for c in self.cases]
 
 
 def compare(base: Version, new: Version, suite: Suite | None = None, max_chars: int | None = None) -> BehaviourDiff:

@@ -39,6 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("new", metavar="NEW", help="the same, for the new version")
     parser.add_argument("--base-revision", metavar="REV", help="the revision of a Hub BASE (default: main)")
     parser.add_argument("--new-revision", metavar="REV", help="the revision of a Hub NEW (default: main)")
+    parser.add_argument("--base-label", metavar="TEXT", help="what the reports call BASE (default: as given)")
+    parser.add_argument("--new-label", metavar="TEXT", help="what the reports call NEW (default: as given)")
     parser.add_argument("--cases", metavar="FILE", help="your own cases, rendered after the standard conversations "
                         "(default: a folder's tests/templates/cases.json or cases.json)")
     parser.add_argument("--recordings", metavar="FILE", help="outputs of those cases, parsed by both response "
@@ -85,6 +87,10 @@ def run(args: argparse.Namespace) -> int:
         _print_problems(args, problems)
         return 1
     base.version, new.version = _borrow(base, new)
+    if args.base_label:
+        base.version = replace(base.version, label=args.base_label)
+    if args.new_label:
+        new.version = replace(new.version, label=args.new_label)
     suite = _suite(args, base, new)
     diff, problem = compare_bounded(base.version, new.version, suite, timeout=timeout, max_chars=None)
     if diff is None:

@@ -10,6 +10,7 @@ out a line another way. `compare` does the work; `compare_bounded` runs it in th
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field, replace
 from itertools import combinations
 from typing import Any
@@ -17,7 +18,7 @@ from typing import Any
 from .. import limits
 from ..cases import Case, Recording
 from ..checks.fitting import VARIANTS
-from ..diagnostics import Diagnostic, line_text
+from ..diagnostics import Diagnostic
 from ..render import RenderResult, render
 from ..sandbox import bounded_or_why
 from ..tokens.load import TokenizerFiles, cached_tokenizer
@@ -30,6 +31,8 @@ from .text_diff import hunks
 CONTEXT = 40
 # Template lines named for one change, on each side.
 MAX_SITES = 5
+# Ways of adapting a standard conversation tried, fewest changes first, when neither version renders it.
+MAX_ADAPTATIONS = 12
 
 
 @dataclass
@@ -65,11 +68,20 @@ def compare(base: Version, new: Version, suite: Suite | None = None, max_chars: 
         if side.chat_template is None:
             diff.diagnostics.append(Diagnostic("error", f"{side.label} has no chat template.", "chat_template"))
     if not diff.diagnostics:
+        prompts: dict[tuple[int, str], str | None] = {}  # the author's cases' prompts: their recordings continue them
         for case, own in suite.conversations():
-            diff.conversations.append(_conversation(base, new, case, own, suite))
-        cases = {c.name: c for c in suite.cases}
-        diff.messages, problems = compare_outputs(base, new, suite.recordings, cases, suite.formats,
-                                                  lambda version, case: _render(version, case, suite).prompt)
+            conversation = _conversation(base, new, case, own, suite)
+            diff.conversations.append(conversation)
+            if own:
+                prompts[(0, case.name)], prompts[(1, case.name)] = conversation.before, conversation.after
+        shown = dict(zip((c.name for c in suite.cases), (c.name for c, own in suite.conversations() if own)))
+
+        def prompt(version: Version, case: Case) -> str | None:
+            key = (0 if version is base else 1, shown.get(case.name, case.name))
+            return prompts[key] if key in prompts else _render(version, case, suite).prompt
+
+        diff.messages, problems = compare_outputs(base, new, suite.recordings, {c.name: c for c in suite.cases},
+                                                  suite.formats, prompt)
         diff.diagnostics += problems
         if suite.tokenizer is not None:
             _count_tokens(diff, suite.tokenizer)
@@ -86,11 +98,13 @@ def compare_bounded(base: Version, new: Version, suite: Suite | None = None, *, 
 
 
 def _render(version: Version, case: Case, suite: Suite, explain: bool = False) -> RenderResult:
+    """The conversation rendered by this version. An error keeps its line, not its columns (a diff
+    reports which line no longer renders; the columns would cost another, instrumented render)."""
     return render(version.chat_template or "", case.messages, case.tools, case.documents,
                   add_generation_prompt=case.add_generation_prompt, continue_final_message=case.continue_final_message,
                   template_kwargs={**suite.template_kwargs, **case.template_kwargs},
                   special_tokens={**version.special_tokens, **case.special_tokens}, template_name=suite.template_name,
-                  explain=explain)  # fmt: skip
+                  explain=explain, locate=False)  # fmt: skip
 
 
 def _error(result: RenderResult) -> tuple[str | None, int | None]:
@@ -137,50 +151,68 @@ def _adapted(base: Version, new: Version, case: Case, suite: Suite) -> tuple[Cas
     which either version renders it; None when none does."""
     tools = next((c.tools for c in standard_conversations() if c.tools), None)
     variants = [v for v in VARIANTS if v.name != "parts" and v.apply(case, tools) != case]
-    for size in range(1, len(variants) + 1):
-        for combo in combinations(variants, size):
-            adapted = case
-            for variant in combo:
-                adapted = variant.apply(adapted, tools)
-            if _render(new, adapted, suite).ok or _render(base, adapted, suite).ok:
-                return replace(adapted, name=case.name), [v.requirement.split(" (")[0] for v in combo]
+    combos = [combo for size in range(1, len(variants) + 1) for combo in combinations(variants, size)]
+    for combo in combos[:MAX_ADAPTATIONS]:
+        adapted = case
+        for variant in combo:
+            adapted = variant.apply(adapted, tools)
+        if _render(new, adapted, suite).ok or _render(base, adapted, suite).ok:
+            return replace(adapted, name=case.name), [v.requirement.split(" (")[0] for v in combo]
     return None
 
 
 def _changes(before: str, after: str, explained: list[RenderResult], base: Version, new: Version) -> list[Change]:
+    sides = [_Sites(explained[0], base), _Sites(explained[1], new)]
     out = []
     for hunk in hunks(before, after):
         lead_start = max(0, hunk.a0 - CONTEXT)
         out.append(Change(
             hunk.a0, hunk.a1, hunk.b0, hunk.b1, before[hunk.a0 : hunk.a1], after[hunk.b0 : hunk.b1],
             lead=before[lead_start : hunk.a0], trail=before[hunk.a1 : hunk.a1 + CONTEXT],
-            before_sites=_sites(explained[0], base, hunk.a0, hunk.a1),
-            after_sites=_sites(explained[1], new, hunk.b0, hunk.b1),
+            before_sites=sides[0].of(hunk.a0, hunk.a1), after_sites=sides[1].of(hunk.b0, hunk.b1),
         ))  # fmt: skip
     return out
 
 
-def _sites(result: RenderResult, version: Version, start: int, end: int) -> list[Site]:
-    """The template lines that wrote `prompt[start:end]` (for an empty range, the line that wrote the
-    text it falls in, or on either side of it), from the render's own explanation."""
-    pieces = result.explanation.pieces if result.explanation is not None else None
-    if not pieces:
-        return []
-    if start < end:
-        chosen = [(p, True) for p in pieces if p.start < end and p.end > start]
-    else:  # the piece the insertion or deletion point is inside, else the pieces on either side of it
-        chosen = [(p, False) for p in pieces if p.start < start < p.end] or \
-            [(p, False) for p in pieces if p.end == start or p.start == start]
-    sites: dict[tuple, Site] = {}
-    for piece, wrote in chosen:
-        if piece.line is None or len(sites) >= MAX_SITES:
-            continue
-        key = (piece.template, piece.line)
-        if key in sites:
-            continue
-        text = line_text(version.template_text(piece.template) or "", piece.line) or ""
-        sites[key] = Site(piece.line, piece.column, text.strip()[:200], piece.template, piece.macro, wrote)
-    return list(sites.values())
+class _Sites:
+    """The template lines that wrote each part of one rendered prompt, from the render's own
+    explanation (its pieces tile the prompt in order)."""
+
+    def __init__(self, result: RenderResult, version: Version):
+        self.pieces = (result.explanation.pieces if result.explanation is not None else None) or []
+        self.starts = [p.start for p in self.pieces]
+        self.version = version
+        self.lines: dict[str | None, list[str]] = {}
+
+    def of(self, start: int, end: int) -> list[Site]:
+        """The lines that wrote `prompt[start:end]`; for an empty range, the line that wrote the text
+        it falls in, or on either side of it."""
+        if not self.pieces:
+            return []
+        first = max(0, bisect_right(self.starts, start) - 1)
+        if start < end:
+            last = bisect_left(self.starts, end)
+            chosen = [(p, True) for p in self.pieces[first:last] if p.end > start]
+        else:
+            near = self.pieces[max(0, first - 1) : first + 2]
+            chosen = [(p, False) for p in near if p.start < start < p.end] or \
+                [(p, False) for p in near if p.end == start or p.start == start]
+        sites: dict[tuple, Site] = {}
+        for piece, wrote in chosen:
+            if piece.line is None or (piece.template, piece.line) in sites:
+                continue
+            if len(sites) >= MAX_SITES:
+                break
+            text = self._line(piece.template, piece.line)
+            sites[(piece.template, piece.line)] = Site(piece.line, piece.column, text.strip()[:200], piece.template,
+                                                       piece.macro, wrote)
+        return list(sites.values())
+
+    def _line(self, template: str | None, line: int) -> str:
+        if template not in self.lines:
+            self.lines[template] = (self.version.template_text(template) or "").splitlines()
+        lines = self.lines[template]
+        return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
 def _count_tokens(diff: BehaviourDiff, files: TokenizerFiles) -> None:

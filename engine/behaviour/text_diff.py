@@ -1,10 +1,11 @@
 """The smallest character difference between two prompts, as places where one text became another.
 
-The texts are cut to what differs (their common start and end), the rest is compared token by
-token (a tag or special token such as `<|im_end|>` is one token, then runs of whitespace, words and
-single punctuation, so the diff never pairs the `<` of one delimiter with the `<` of another), and
-each differing stretch is trimmed again, character by character, to what really changed: a newline
-added after `assistant\\n` is one inserted `\\n`, not a replaced line."""
+The texts are cut to what differs (their common start and end), the rest is compared line by line
+(fast: lines are few and mostly distinct), the lines that differ token by token (a tag or special
+token such as `<|im_end|>` is one token, then runs of whitespace, words and single punctuation, so the
+diff never pairs the `<` of one delimiter with the `<` of another), and each differing stretch is
+trimmed again, character by character, to what really changed: a newline added after
+`assistant\\n` is one inserted `\\n`, not a replaced line."""
 
 from __future__ import annotations
 
@@ -39,19 +40,33 @@ def hunks(before: str, after: str) -> list[Hunk]:
     a1, b1 = len(before) - end, len(after) - end
     if a1 == start or b1 == start:
         return [Hunk(start, a1, start, b1)]
-    a_tokens, b_tokens = _tokens(before, start, a1), _tokens(after, start, b1)
-    if len(a_tokens) + len(b_tokens) > MAX_TOKENS:
-        return [Hunk(start, a1, start, b1)]
-    matcher = difflib.SequenceMatcher(None, [t for t, _ in a_tokens], [t for t, _ in b_tokens], autojunk=False)
+    # Lines first (few, and mostly distinct: fast), then tokens inside the lines that differ.
+    a_lines, b_lines = _pieces(before, start, a1, _lines), _pieces(after, start, b1, _lines)
+    out = []
+    for a_from, a_to, b_from, b_to in _differing(a_lines, b_lines, a1, b1):
+        if a_from == a_to or b_from == b_to:
+            out.append(_trimmed(before, after, Hunk(a_from, a_to, b_from, b_to)))
+            continue
+        a_tokens, b_tokens = _pieces(before, a_from, a_to, _tokens), _pieces(after, b_from, b_to, _tokens)
+        if len(a_tokens) + len(b_tokens) > MAX_TOKENS:
+            out.append(_trimmed(before, after, Hunk(a_from, a_to, b_from, b_to)))
+            continue
+        out += [_trimmed(before, after, Hunk(*span)) for span in _differing(a_tokens, b_tokens, a_to, b_to)]
+    return [h for h in out if h.a0 != h.a1 or h.b0 != h.b1]
+
+
+def _differing(a: list[tuple[str, int]], b: list[tuple[str, int]], a_end: int, b_end: int) -> list[tuple[int, int, int, int]]:
+    """The (a0, a1, b0, b1) character ranges of the runs of pieces that differ."""
+    matcher = difflib.SequenceMatcher(None, [t for t, _ in a], [t for t, _ in b], autojunk=False)
     out = []
     for op, i0, i1, j0, j1 in matcher.get_opcodes():
         if op == "equal":
             continue
-        a_from = a_tokens[i0][1] if i0 < len(a_tokens) else a1
-        a_to = a_tokens[i1 - 1][1] + len(a_tokens[i1 - 1][0]) if i1 > i0 else a_from
-        b_from = b_tokens[j0][1] if j0 < len(b_tokens) else b1
-        b_to = b_tokens[j1 - 1][1] + len(b_tokens[j1 - 1][0]) if j1 > j0 else b_from
-        out.append(_trimmed(before, after, Hunk(a_from, a_to, b_from, b_to)))
+        a_from = a[i0][1] if i0 < len(a) else a_end
+        a_to = a[i1 - 1][1] + len(a[i1 - 1][0]) if i1 > i0 else a_from
+        b_from = b[j0][1] if j0 < len(b) else b_end
+        b_to = b[j1 - 1][1] + len(b[j1 - 1][0]) if j1 > j0 else b_from
+        out.append((a_from, a_to, b_from, b_to))
     return out
 
 
@@ -68,8 +83,15 @@ def _common_suffix(a: str, b: str, start: int) -> int:
     return low
 
 
-def _tokens(text: str, start: int, end: int) -> list[tuple[str, int]]:
-    return [(m.group(), m.start()) for m in _TOKEN.finditer(text, start, end)]
+_LINE = re.compile(r"[^\n]*\n|[^\n]+")
+
+
+def _pieces(text: str, start: int, end: int, pattern: re.Pattern) -> list[tuple[str, int]]:
+    """`text[start:end]` cut by `pattern` (lines, or tokens), each piece with where it starts."""
+    return [(m.group(), m.start()) for m in pattern.finditer(text, start, end)]
+
+
+_lines, _tokens = _LINE, _TOKEN
 
 
 def _trimmed(before: str, after: str, hunk: Hunk) -> Hunk:

@@ -268,3 +268,21 @@ def test_the_pull_request_description_says_what_changes_for_the_model(monkeypatc
     assert "<|im_start|>assistant{+·+}⏎" in details[1] and f"now line {GENERATION_LINE}" in details[1]
     assert "Unchanged: plain chat, no generation prompt, multi-turn, ending with the answer." in section
     assert slow.changed and slow.behaviour is None and "Not worked out: Comparing the two versions stopped" in slow.description
+
+
+def test_a_bounded_answer_stays_within_its_bound_however_much_changes():
+    from engine.cases import Case, Recording
+
+    # Fifty cases of many long messages, each rendered differently by the new version, and outputs
+    # whose messages are long: what a visitor could send to the page.
+    new = Version("b", TEMPLATE.replace("m.content if", "m.content ~ ' changed ' ~ m.content if"), json.dumps(RESPONSE))
+    base = Version("a", TEMPLATE, json.dumps(RESPONSE))
+    text = " ".join(str(k) for k in range(600))
+    cases = [Case(f"case {i}", [{"role": "user", "content": f"{i} {text}"}]) for i in range(50)]
+    recordings = [Recording(f"output {i}", f"case {i}", "x" * 20_000 + "<|im_end|>") for i in range(50)]
+    bounded = compare(base, new, Suite(cases=cases, recordings=recordings), max_chars=200_000)
+    size = len(json.dumps(bounded.to_dict(), ensure_ascii=False))
+    assert size < 300_000, size
+    assert len(bounded.changed) == 59  # (content parts render the same: the template skips them)
+    assert all(c.before is None and not c.prompts_kept for c in bounded.conversations[-20:])  # past the budget
+    assert all(len(m.output) <= 4_000 for m in bounded.messages) and len(bounded.messages) == 50

@@ -186,10 +186,13 @@ class BehaviourDiff:
 
     def bounded(self, max_chars: int) -> BehaviourDiff:
         """This diff within about `max_chars` characters (what a worker sends back to a server):
-        prompts of unchanged conversations are left out, changed ones kept whole while they fit, each
-        change's texts cut, and a message past its share kept as shortened JSON text."""
+        prompts of unchanged conversations are left out, changed ones kept whole while they fit,
+        each change's texts cut, changes past the budget counted (`more_changes`) instead of kept,
+        and each message shortened to its share (as JSON text)."""
         budget = max_chars
         for conversation in self.conversations:
+            conversation.before_error = _cut(conversation.before_error, 500)
+            conversation.after_error = _cut(conversation.after_error, 500)
             if not conversation.changed:
                 conversation.before = conversation.after = None
                 conversation.prompts_kept = False
@@ -200,25 +203,32 @@ class BehaviourDiff:
             else:
                 conversation.before = conversation.after = None
                 conversation.prompts_kept = False
-            keep = 50 if budget > max_chars // 4 else 3
-            conversation.more_changes += max(0, len(conversation.changes) - keep)
-            conversation.changes = conversation.changes[:keep]
+            kept = []
             for change in conversation.changes:
-                share = max(200, min(2_000, budget // 100))
+                share = max(100, min(2_000, budget // 100))
                 if len(change.removed) > share or len(change.added) > share:
                     change.removed, change.added, change.cut = change.removed[:share], change.added[:share], True
                 change.before_sites, change.after_sites = change.before_sites[:5], change.after_sites[:5]
-                budget -= len(change.removed) + len(change.added) + 500
+                cost = (len(change.removed) + len(change.added) + len(change.lead) + len(change.trail) + 200
+                        + sum(len(s.text) + 100 for s in change.before_sites + change.after_sites))
+                if cost > budget:
+                    break
+                kept.append(change)
+                budget -= cost
+            conversation.more_changes += len(conversation.changes) - len(kept)
+            conversation.changes = kept
+        share = max(100, min(4_000, budget // max(1, 3 * len(self.messages))))
         for message in self.messages:
-            message.output = _cut(message.output, 2_000)
+            message.output = _cut(message.output, share)
+            message.before_error, message.after_error = _cut(message.before_error, 500), _cut(message.after_error, 500)
             for side in ("before", "after"):
                 value = getattr(message, side)
                 if value is not None and not isinstance(value, str):
                     text = json.dumps(value, ensure_ascii=False)
-                    if len(text) > 4_000:
-                        setattr(message, side, _cut(text, 4_000))
+                    if len(text) > share:
+                        setattr(message, side, _cut(text, share))
         return self
 
 
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _cut(text: str | None, limit: int) -> str | None:
+    return text if text is None or len(text) <= limit else text[: limit - 1] + "…"

@@ -111,8 +111,12 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
     if not repo:
         return {"publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model).")])}
     token = _token(publish_token, oauth)
+    # What changes for the model is worked out for the default description only (a description the
+    # author kept or wrote already holds what they mean to say).
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(publish_revision or "").strip() or None, token=token, timeout=BUILD_TIMEOUT)  # fmt: skip
+                        revision=(publish_revision or "").strip() or None, token=token, timeout=BUILD_TIMEOUT,
+                        special_tokens=dict(session.workspace.special_tokens), suite=session_suite(session),
+                        behaviour=not publish_description)  # fmt: skip
     result = publish(plan, token=token, title=publish_title or None, description=publish_description or None)
     if isinstance(result, Diagnostic):
         return {"publish_messages": diagnostics_html([result])}

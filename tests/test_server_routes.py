@@ -120,7 +120,12 @@ def call(block_fn: Any, names: tuple[str, ...], values: dict[str, Any]) -> dict[
 
 
 def test_no_handler_compiles_renders_or_tokenizes_in_the_server_process(page: Any, hub: FakeHub, guarded: list[str],
-                                                                         tmp_path: Path) -> None:
+                                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pygments.lexer import Lexer
+
+    # pygments' lexers never run on a visitor's text here (docs/architecture.md, "Dependencies").
+    lexed: list[str] = []
+    monkeypatch.setattr(Lexer, "get_tokens", lambda self, *a, **k: lexed.append(type(self).__name__) or iter(()))
     shown, crashed = {}, []
     for name, block_fn, names in handlers(page):
         template = visitor_template()
@@ -148,4 +153,5 @@ def test_no_handler_compiles_renders_or_tokenizes_in_the_server_process(page: An
     assert "The prompt changes in" in shown["preview"]["publish_behaviour"]
     assert "## What changes for the model" in shown["preview"]["publish_description"]
     assert guarded == [], "\n".join(guarded)
+    assert lexed == []
     assert crashed == []

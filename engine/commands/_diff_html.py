@@ -3,8 +3,9 @@ review. Each changed conversation shows both prompts with the changed characters
 template lines that wrote them, highlighted as Jinja by pygments.
 
 pygments runs here only: the command line, on the author's own files, on the author's machine. The
-server never imports this module (docs/architecture.md, "Dependencies"): pygments' lexers are regex
-state machines with ReDoS advisories, and on a public server they would run on strangers' text."""
+server never imports this module, nor runs pygments (docs/architecture.md, "Dependencies"): its lexers
+are regex state machines with ReDoS advisories, and on a public server they would run on strangers'
+text."""
 
 from __future__ import annotations
 

@@ -286,3 +286,32 @@ def test_a_bounded_answer_stays_within_its_bound_however_much_changes():
     assert len(bounded.changed) == 59  # (content parts render the same: the template skips them)
     assert all(c.before is None and not c.prompts_kept for c in bounded.conversations[-20:])  # past the budget
     assert all(len(m.output) <= 4_000 for m in bounded.messages) and len(bounded.messages) == 50
+
+
+def test_the_outputs_come_from_the_library_formats_the_templates_are():
+    from engine.behaviour.outputs import library_formats
+    from engine.formats import format_index, load_format
+    from engine.presets import load_preset
+
+    qwen3 = load_preset("qwen3")
+    names = [f.name for f in library_formats(Version("q", qwen3.chat_template, qwen3.response_template),
+                                             Version("q", qwen3.chat_template, qwen3.response_template))]
+    assert "qwen3" in names and all(load_format(n).spec() == json.loads(qwen3.response_template) for n in names)
+    assert all(dict(format_index()[n][0]) == dict(load_format(n).response_template) for n in names)
+    # A response template of the author's own: the formats whose every signature text the chat template writes.
+    own = Version("own", "<|im_start|>{{ '<tool_call>' }}…{{ '</tool_call>' }}", json.dumps(RESPONSE))
+    found = [f.name for f in library_formats(own, own)]
+    assert "hermes" in found and len(found) <= 3
+    assert all(text in own.chat_template for n in found for text in load_format(n).signature)
+
+
+def test_a_standard_conversation_neither_version_renders_is_adapted_and_says_so(cli, tmp_path):
+    refusing = TEMPLATE.replace("{%- for m in messages -%}",
+                                "{%- if messages[0].role == 'system' %}{{ raise_exception('no system') }}{% endif -%}\n"
+                                "{%- for m in messages -%}")
+    base = model_folder(tmp_path / "base", refusing)
+    new = model_folder(tmp_path / "new", one_character_change(refusing))
+    data = json.loads(cli("diff", base, new, "--json").stdout)
+    system = next(c for c in data["conversations"] if c["name"] == "system message")
+    assert system["changed"] and not system["before_error"] and "You are a helpful assistant" in system["before"]
+    assert system["notes"] == ["Adapted to the template (refuses a system message): as written, neither version renders it."]

@@ -186,7 +186,7 @@ class _Sites:
 
     def of(self, start: int, end: int) -> list[Site]:
         """The lines that wrote `prompt[start:end]`; for an empty range, the line that wrote the text
-        it falls in, or on either side of it."""
+        it falls in, or the text after it and before it."""
         if not self.pieces:
             return []
         first = max(0, bisect_right(self.starts, start) - 1)
@@ -195,8 +195,9 @@ class _Sites:
             chosen = [(p, True) for p in self.pieces[first:last] if p.end > start]
         else:
             near = self.pieces[max(0, first - 1) : first + 2]
+            # (what follows the point first: for a deletion, the text written in its place)
             chosen = [(p, False) for p in near if p.start < start < p.end] or \
-                [(p, False) for p in near if p.end == start or p.start == start]
+                [(p, False) for p in near if p.start == start] + [(p, False) for p in near if p.end == start]
         sites: dict[tuple, Site] = {}
         for piece, wrote in chosen:
             if piece.line is None or (piece.template, piece.line) in sites:

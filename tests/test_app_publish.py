@@ -136,3 +136,20 @@ def test_compare_with_the_loaded_version_marks_the_changed_characters(hub):
     hostile = edited(sess, chat=chat.replace("message['content']", "'<img src=x onerror=alert(1)>' + message['content']"))
     view = compare_in_playground(**hostile)["playground_behaviour"]
     assert "<img" not in view and "&lt;img src=x onerror=alert(1)&gt;" in view
+
+
+def test_the_loaded_version_is_what_the_page_last_loaded_whole(hub):
+    from app.behaviour_view import compare_in_playground
+    from app.page import load_hub, pick_preset
+
+    sess = session()
+    load_hub(sess, REPO, "")
+    assert sess.loaded is not None and sess.loaded.label == f"{REPO} as loaded" and sess.loaded.chat_template == "old {{ x }}"
+    unchanged = compare_in_playground(**edited(sess))["playground_behaviour"]
+    assert "The prompt changes in 0 of" in unchanged and f"{REPO} as loaded → your edit" in unchanged
+    edited_view = compare_in_playground(**edited(sess, chat="new {{ x }}"))["playground_behaviour"]
+    assert re.search(r"The prompt changes in (\d+) of \1 conversations", edited_view)  # "old " became "new " everywhere
+    assert "<del>old</del><ins>new</ins>" in edited_view
+    pick_preset(sess, "qwen3")
+    assert sess.loaded is None  # a preset is its own loaded version
+    assert "the Qwen3 preset as loaded → your edit" in compare_in_playground(**edited(sess))["playground_behaviour"]

@@ -68,16 +68,15 @@ def compare(base: Version, new: Version, suite: Suite | None = None, max_chars: 
         if side.chat_template is None:
             diff.diagnostics.append(Diagnostic("error", f"{side.label} has no chat template.", "chat_template"))
     if not diff.diagnostics:
-        prompts: dict[tuple[int, str], str | None] = {}  # the author's cases' prompts: their recordings continue them
-        for case, own in suite.conversations():
-            conversation = _conversation(base, new, case, own, suite)
-            diff.conversations.append(conversation)
-            if own:
-                prompts[(0, case.name)], prompts[(1, case.name)] = conversation.before, conversation.after
-        shown = dict(zip((c.name for c in suite.cases), (c.name for c, own in suite.conversations() if own)))
+        conversations = suite.conversations()
+        for case, own in conversations:
+            diff.conversations.append(_conversation(base, new, case, own, suite))
+        # The author's cases' prompts, by the case's own name: its recordings continue them.
+        own = [c for c, (_, mine) in zip(diff.conversations, conversations) if mine]
+        prompts = {(side, case.name): getattr(c, side) for case, c in zip(suite.cases, own) for side in ("before", "after")}
 
         def prompt(version: Version, case: Case) -> str | None:
-            key = (0 if version is base else 1, shown.get(case.name, case.name))
+            key = ("before" if version is base else "after", case.name)
             return prompts[key] if key in prompts else _render(version, case, suite).prompt
 
         diff.messages, problems = compare_outputs(base, new, suite.recordings, {c.name: c for c in suite.cases},

@@ -25,6 +25,7 @@ from engine.response_spec import load_response_spec
 from engine.text import SPECIAL_TOKEN
 from engine.workspace import Workspace
 
+from . import behaviour_view as behaviour
 from . import case_panel as cases
 from . import draft_panel as drafts
 from . import format_panel as formats
@@ -32,6 +33,7 @@ from . import run_panel as runs
 from . import token_panel as tokens
 from .case_form import FORM_FIELDS, CaseForm, save_form
 from .checks_extras import build_checks_extras, mark_selected_intended, show_engine_cell, unmark_selected
+from .behaviour_view import build_behaviour_section, loaded_version
 from .checks_panel import build_checks_tab, pick_check, run_all_checks
 from .editors import build_editors
 from .highlight import diagnostics_html, field_classes, legend_html
@@ -157,6 +159,7 @@ def status_html(diagnostics: list[Diagnostic], note: str = "") -> str:
 def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
     """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s."""
     session.workspace = workspace
+    session.loaded = None if workspace.preset else loaded_version(workspace)  # what an edit is compared with
     session.last_prompt_html = ""
     session.last_spec = None
     session.form_problems = []
@@ -347,6 +350,9 @@ def build() -> gr.Blocks:
                         ui.add(**runs.build_run_options())
                         ui.add(**tokens.build_token_controls())
                         ui.add(**runs.build_events())
+                # What changes for the model: this edit against the loaded version (app/behaviour_view.py).
+                with gr.Accordion("What changes for the model", open=False, elem_id="behaviour-accordion"):
+                    ui.add(**build_behaviour_section("playground"))
                 with gr.Group(elem_classes=["panel"], elem_id="step-panel"):
                     ui.add(step_view=build_step_view(ui["step"]))
             with gr.Tab("Checks", id="checks"):
@@ -457,7 +463,12 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     publish_inputs = [*EDITED, "publish_repo", "publish_revision", "publish_token"]
     ui.on(ui["publish_preview"].click, preview, publish_inputs,
-          ["publish_diff", "publish_title", "publish_description", "publish_messages", "publish_zip"], concurrency_limit=4)
+          ["publish_diff", "publish_title", "publish_description", "publish_messages", "publish_zip", "publish_behaviour"],
+          concurrency_limit=4)
     ui.on(ui["publish_open"].click, open_pull_request, [*publish_inputs, "publish_title", "publish_description"],
           ["publish_messages"], concurrency_limit=4)
     ui.on(ui["publish_download"].click, download_zip, EDITED, ["publish_zip", "publish_messages"])
+    # What changes for the model: the edit against the loaded version, under the chat template and
+    # in Publish (a long call in the worker, one per client at a time: engine.sandbox).
+    ui.on(ui["playground_compare"].click, behaviour.compare_in_playground, EDITED, ["playground_behaviour"])
+    ui.on(ui["publish_compare"].click, behaviour.compare_in_publish, EDITED, ["publish_behaviour"])

@@ -19,6 +19,7 @@ from engine import limits
 from engine.hub import local_token, plan_publish, publish, templates_zip
 from engine.public import policy
 
+from .behaviour_view import behaviour_html, build_behaviour_section, session_suite
 from .highlight import diagnostics_html, esc
 from .state import Session
 from .workbench import sync
@@ -83,7 +84,8 @@ def preview(session: Session, chat_template: str, response_template: str, form_c
                 "publish_zip": ""}  # fmt: skip
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
                         revision=(publish_revision or "").strip() or None, token=_token(publish_token, oauth),
-                        timeout=BUILD_TIMEOUT)  # fmt: skip
+                        timeout=BUILD_TIMEOUT, special_tokens=dict(session.workspace.special_tokens),
+                        suite=session_suite(session))  # fmt: skip
     failed = any(d.severity == "error" for d in plan.diagnostics)
     files = "".join(f'<div class="diff-file"><b>{esc(c.path)}</b> · {esc(c.status)}</div>' for c in plan.changes)
     out: dict[str, Any] = {
@@ -91,6 +93,8 @@ def preview(session: Session, chat_template: str, response_template: str, form_c
         "publish_messages": diagnostics_html(plan.diagnostics, "Ready: review the diff, then open the pull request."),
         "publish_zip": zip_link(plan.zip(), f"{repo}-templates") if plan.changes and not failed else "",
     }
+    # What changes for the model against the repo the pull request targets (worked out with the plan).
+    out["publish_behaviour"] = behaviour_html(plan.behaviour) if plan.behaviour is not None else ""
     if plan.title:
         out["publish_title"] = plan.title
     if plan.description:
@@ -107,8 +111,12 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
     if not repo:
         return {"publish_messages": diagnostics_html([_problem("Enter the model repo id (owner/model).")])}
     token = _token(publish_token, oauth)
+    # What changes for the model is worked out for the default description only (a description the
+    # author kept or wrote already holds what they mean to say).
     plan = plan_publish(repo, chat_template_to_publish(session), session.workspace.response_template,
-                        revision=(publish_revision or "").strip() or None, token=token, timeout=BUILD_TIMEOUT)  # fmt: skip
+                        revision=(publish_revision or "").strip() or None, token=token, timeout=BUILD_TIMEOUT,
+                        special_tokens=dict(session.workspace.special_tokens), suite=session_suite(session),
+                        behaviour=not publish_description)  # fmt: skip
     result = publish(plan, token=token, title=publish_title or None, description=publish_description or None)
     if isinstance(result, Diagnostic):
         return {"publish_messages": diagnostics_html([result])}
@@ -160,6 +168,10 @@ def build_publish_tab() -> dict[str, Any]:
     messages = gr.HTML(elem_id="publish-messages")
     diff = gr.HTML(elem_id="publish-diff")
     zip_file = gr.HTML(elem_id="publish-zip")
-    return dict(publish_repo=repo, publish_revision=revision, publish_title=title, publish_description=description,
-                publish_token=token, publish_preview=preview_button, publish_open=open_pr, publish_download=download,
-                publish_messages=messages, publish_diff=diff, publish_zip=zip_file)
+    components = dict(publish_repo=repo, publish_revision=revision, publish_title=title, publish_description=description,
+                      publish_token=token, publish_preview=preview_button, publish_open=open_pr, publish_download=download,
+                      publish_messages=messages, publish_diff=diff, publish_zip=zip_file)
+    # What changes for the model (app/behaviour_view.py): against the repo with "Show the diff", or
+    # against the loaded version with its own button.
+    gr.HTML('<div class="panel-title behaviour-title">What changes for the model</div>', elem_id="publish-behaviour-title")
+    return {**components, **build_behaviour_section("publish")}

@@ -157,6 +157,9 @@ class Session:
     # The (model id, tokenizer) of the local model this visitor last ran, offered as their tokenizer.
     model_tokenizer: Any = field(default=None, repr=False)
     show_tokens: bool = False  # the prompt shows its tokens ("Tokens" on)
+    # The templates as last loaded whole (a Hub load, files, a share link: engine.behaviour.Version),
+    # what "compare with the loaded version" compares an edit with; None for a preset (it is its own).
+    loaded: Any = field(default=None, repr=False)
     stop: threading.Event | None = field(default=None, repr=False)
     # Who this is to the render workers and the line for the model (one call at a time each).
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
@@ -269,6 +272,7 @@ class Session:
         """About how many bytes this session holds: its workspace, its last run, prompt and checks,
         its tokenizer's files, and the values Gradio keeps for it."""
         size = 0 if self.released else workspace_size(self.workspace)
+        size += self.loaded.size() if self.loaded is not None else 0
         size += len(self.last_prompt_html) + sum(self.shown.values()) + 2_000 * len(self.checks)
         if self.last_run is not None:
             size += 2 * len(self.last_run.output) + len(self.last_run.prompt) + 12 * len(self.last_run)
@@ -284,6 +288,7 @@ class Session:
         self.workspace = Workspace()
         self.last_run, self.last_spec, self.draft, self.draft_undo = None, None, None, None
         self.last_prompt_html = ""
+        self.loaded = None
         self.checks, self.engines, self.selected_check = [], {}, None
         self.tokenizer = self.model_tokenizer = None  # a tokenizer can hold 100 MB
         self.shown, self.form_problems, self.refused = {}, [], {}

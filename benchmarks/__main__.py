@@ -1,6 +1,6 @@
 """Every benchmark in one run, and one table: `python -m benchmarks [--quick] [--json] [--markdown]`.
 
-Runs bench_trace, bench_stream, bench_checks, bench_draft, bench_tokens, bench_local and bench_browser (the app served by
+Runs bench_trace, bench_stream, bench_checks, bench_draft, bench_behaviour, bench_tokens, bench_local and bench_browser (the app served by
 `python app.py`, driven by Chromium) in this order, each printing its own detail, then prints one
 table with every figure of issue 15, its target and whether it is met. `--json` prints only one
 object with exactly those keys (the details go to stderr), so the figures can be tracked over time;
@@ -63,6 +63,9 @@ FIGURES = (
            lambda v: f"max {v['max']:.2f} s", lambda v: v["max"] <= 2),
     Figure("draft_s", "draft of each preset and format family, as the Draft button runs it (worst)", "≤ 2 s",
            lambda v: f"max {v['max']:.2f} s", lambda v: v["max"] <= 2),
+    Figure("behaviour_diff_s", "what changes for the model: one preset's templates against another's, in the worker "
+           "(worst ordered pair of the four)", "≤ 2 s", lambda v: f"max {v['max']:.2f} s (first {v['first']:.2f} s)",
+           lambda v: v["max"] <= 2),
     Figure("local_runner_ratio", "local runner tokens/s / bare generate tokens/s (tiny model)", "≥ 0.9",
            _ratio, lambda v: v >= 0.9),
     Figure("page_load_s", "Chromium: request → first prompt visible (p50; first load)", "≤ 2 s",
@@ -82,7 +85,8 @@ KEYS = tuple(f.key for f in FIGURES)
 
 def run(quick: bool = False) -> dict[str, Any]:
     """Every benchmark; the figures by key (values are numbers or small objects)."""
-    from benchmarks import bench_browser, bench_checks, bench_draft, bench_local, bench_stream, bench_tokens, bench_trace
+    from benchmarks import (bench_behaviour, bench_browser, bench_checks, bench_draft, bench_local, bench_stream,
+                            bench_tokens, bench_trace)
 
     results: dict[str, Any] = {}
     with bench_browser.AppServer() as server:
@@ -91,6 +95,7 @@ def run(quick: bool = False) -> dict[str, Any]:
             time.sleep(2)
         for title, section in (("trace", bench_trace.main), ("streaming", bench_stream.main),
                                ("rendering and checks", bench_checks.main), ("drafting", bench_draft.figures),
+                               ("what changes for the model", bench_behaviour.figures),
                                ("token view", bench_tokens.main),
                                ("local runner", bench_local.main)):  # fmt: skip
             started = time.perf_counter()

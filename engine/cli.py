@@ -15,7 +15,7 @@ from . import commands
 from .commands import UsageError
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
-ORDER = ["render", "trace", "run", "check", "draft", "formats", "publish"]
+ORDER = ["render", "trace", "run", "check", "diff", "draft", "formats", "publish"]
 
 
 def command_names() -> list[str]:

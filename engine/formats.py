@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Mapping
 
 from .checks.regex_portability import scan, spec_patterns
@@ -132,6 +133,20 @@ def format_names() -> list[str]:
 def load_formats() -> tuple[Format, ...]:
     """Every format of the library, by name (once; the result is immutable)."""
     return tuple(load_format(name) for name in format_names())
+
+
+@cache
+def format_index() -> Mapping[str, tuple[Mapping, tuple[str, ...]]]:
+    """Each format's response template (as data) and signature, by name, read without its examples:
+    what finding the formats a pair of templates is needs, before loading only those (loading a
+    preset's format renders its recordings' prompts)."""
+    index = {}
+    for name in format_names():
+        meta = read_json_file(FORMATS_DIR / name / "format.json")
+        text = load_preset(meta["preset"]).response_template if meta.get("preset") else \
+            (FORMATS_DIR / name / "response_template.json").read_text(encoding="utf-8")
+        index[name] = (frozen(json.loads(text)), tuple(meta.get("signature", [])))
+    return MappingProxyType(index)
 
 
 @cache

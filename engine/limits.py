@@ -45,6 +45,9 @@ MAX_TOKENIZER_BYTES = int(_number("PLAYGROUND_MAX_TOKENIZER_MB", 40) * 1_000_000
 MAX_TOKEN_VIEW_CHARS = int(_number("PLAYGROUND_MAX_TOKEN_VIEW_CHARS", 200_000))
 # Pieces of a prompt's explanation (engine.provenance): a render that writes more is not explained.
 MAX_EXPLAINED_PIECES = int(_number("PLAYGROUND_MAX_EXPLAINED_PIECES", 100_000))
+# What a behaviour diff (engine.behaviour) sends back from its worker: prompts, changed texts and
+# messages together, in characters (changed prompts past it are shown as their changes only).
+MAX_BEHAVIOUR_DIFF_CHARS = int(_number("PLAYGROUND_MAX_BEHAVIOUR_DIFF_CHARS", 400_000))
 # Nesting of any JSON a person types (deeper input would exhaust Python's recursion limit).
 MAX_JSON_DEPTH = int(_number("PLAYGROUND_MAX_JSON_DEPTH", 100))
 

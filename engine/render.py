@@ -110,6 +110,7 @@ def render(
     with_generation_start: bool = False,
     explain: bool = False,
     explain_seconds: float | None = None,
+    locate: bool = True,
 ) -> RenderResult:
     """Render `messages` exactly as `tokenizer.apply_chat_template(..., tokenize=False)` would with
     these special tokens. Never raises: every failure is a diagnostic on the result.
@@ -125,7 +126,10 @@ def render(
     for both renders (what the prompt panel asks for on every edit).
     `explain` also says where every character came from (`explanation`, engine.provenance), in the
     same call; the work of this call stops explaining `explain_seconds` after it started (with
-    `timeout`: 60% of it, so a slow template is shown unexplained rather than not at all)."""
+    `timeout`: 60% of it, so a slow template is shown unexplained rather than not at all).
+    `locate=False` leaves a run-time error at its line without its columns: for callers that only
+    ask whether a conversation renders (finding the columns renders the template again, instrumented,
+    which costs as much as compiling it)."""
     started = time.monotonic()
     if timeout is not None:
         plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
@@ -134,7 +138,7 @@ def render(
             chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
             template_name=template_name, with_generation_start=with_generation_start, explain=explain,
-            explain_seconds=EXPLAIN_SHARE * timeout if explain else None, **plain,
+            explain_seconds=EXPLAIN_SHARE * timeout if explain else None, locate=locate, **plain,
         )  # fmt: skip
     problems = _check_template(chat_template) or _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
@@ -173,7 +177,7 @@ def render(
             **kwargs,
         )
     except Exception as e:  # noqa: BLE001 - a template is untrusted code: any failure is the user's to see
-        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
+        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs) if locate else None
         return RenderResult(None, diagnostics=[template_error(e, template, variables)], template_name=chosen)
     prompt = rendered[0]
     if len(prompt) > MAX_PROMPT_CHARS:

@@ -13,6 +13,7 @@ import zipfile
 import pytest
 
 from app.publish_panel import diff_html, download_zip, open_pull_request, preview
+from engine.behaviour import standard_conversations
 from tests.fake_hub import FakeHub, no_ambient_credentials  # noqa: F401 - an autouse fixture
 from tests.test_app_support import CHATML, RESPONSE, edited, session
 
@@ -100,3 +101,55 @@ def test_a_diff_that_could_not_be_computed_is_not_an_empty_diff(monkeypatch, tmp
     out = preview(**publish_inputs(session(), token=TOKEN))
     assert "No changes" not in out["publish_diff"] and "could not be read" in out["publish_diff"]
     assert 'class="diag error"' in out["publish_messages"] and out["publish_zip"] == ""
+
+
+def test_preview_shows_what_changes_for_the_model_and_the_description_says_it(hub):
+    sess = session()
+    out = preview(**publish_inputs(sess))
+    view = out["publish_behaviour"]
+    # The repo renders "old " for every conversation, the edit renders ChatML: every prompt changes.
+    found = re.search(r"The prompt changes in (\d+) of (\d+) conversations", view)
+    assert found and found.group(1) == found.group(2) and int(found.group(2)) == len(standard_conversations()) + 2
+    assert f"{REPO} → this pull request" in view and "&lt;|im_start|&gt;" in view and "<|im_start|>" not in view
+    assert view.count('<details class="behaviour-item"') >= 12 and "<ins>" in view
+    description = out["publish_description"]
+    assert "## What changes for the model" in description and "<details><summary>" in description
+
+
+def test_compare_with_the_loaded_version_marks_the_changed_characters(hub):
+    from app.behaviour_view import compare_in_playground, compare_in_publish, loaded_version
+
+    sess = session()
+    sess.loaded = loaded_version(sess.workspace)  # what the page keeps when it shows a loaded workspace
+    same = compare_in_publish(**edited(sess))["publish_behaviour"]
+    assert "The prompt changes in 0 of" in same and "Unchanged: plain chat" in same
+    # An edit of one character in the generation prompt, and a visitor's markup in a message.
+    chat = CHATML.replace("'<|im_start|>assistant\\n'", "'<|im_start|>assistant \\n'")
+    assert chat != CHATML
+    view = compare_in_playground(**edited(sess, chat=chat))["playground_behaviour"]
+    # (This ChatML adds `content` to a string, so content parts render with neither version: no change.)
+    changed = [c.name for c in standard_conversations() if c.add_generation_prompt and c.name != "content parts"]
+    assert f"The prompt changes in {len(changed) + 2} of" in view  # the two cases of the workspace render it too
+    assert '<details class="behaviour-item" data-conversation="plain chat">' in view
+    assert 'data-conversation="plain chat, no generation prompt"' not in view
+    assert "<ins>·</ins>" in view and "now line 5" in view and "the templates as loaded → your edit" in view
+    hostile = edited(sess, chat=chat.replace("message['content']", "'<img src=x onerror=alert(1)>' + message['content']"))
+    view = compare_in_playground(**hostile)["playground_behaviour"]
+    assert "<img" not in view and "&lt;img src=x onerror=alert(1)&gt;" in view
+
+
+def test_the_loaded_version_is_what_the_page_last_loaded_whole(hub):
+    from app.behaviour_view import compare_in_playground
+    from app.page import load_hub, pick_preset
+
+    sess = session()
+    load_hub(sess, REPO, "")
+    assert sess.loaded is not None and sess.loaded.label == f"{REPO} as loaded" and sess.loaded.chat_template == "old {{ x }}"
+    unchanged = compare_in_playground(**edited(sess))["playground_behaviour"]
+    assert "The prompt changes in 0 of" in unchanged and f"{REPO} as loaded → your edit" in unchanged
+    edited_view = compare_in_playground(**edited(sess, chat="new {{ x }}"))["playground_behaviour"]
+    assert re.search(r"The prompt changes in (\d+) of \1 conversations", edited_view)  # "old " became "new " everywhere
+    assert "<del>old</del><ins>new</ins>" in edited_view
+    pick_preset(sess, "qwen3")
+    assert sess.loaded is None  # a preset is its own loaded version
+    assert "the Qwen3 preset as loaded → your edit" in compare_in_playground(**edited(sess))["playground_behaviour"]

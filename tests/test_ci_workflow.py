@@ -1,6 +1,8 @@
-"""docs/ci.md's GitHub Actions workflow does what it says: its check command, run as the job runs it
+"""docs/ci.md's GitHub Actions workflows do what they say: the check command, run as the job runs it
 (in a model repo with the playground checked out at .playground), annotates a broken template at its
-place and exits 1, passes a good folder, and needs only requirements-engine.txt (no Gradio, no torch)."""
+place and exits 1, passes a good folder, and needs only requirements-engine.txt (no Gradio, no torch);
+the behaviour diff's steps, run with the pull request's base checked out at .base, annotate the line
+that changes the prompt and write the markdown the comment step posts."""
 
 from __future__ import annotations
 
@@ -17,9 +19,19 @@ ROOT = Path(__file__).resolve().parent.parent
 QWEN3 = ROOT / "presets" / "qwen3"
 
 
-def _workflow() -> dict:
+def _workflows() -> list[dict]:
     text = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
-    return yaml.safe_load(re.search(r"```yaml\n(.*?)```", text, re.S).group(1))
+    return [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", text, re.S)]
+
+
+def _workflow() -> dict:
+    """The check's workflow (the page's first)."""
+    return _workflows()[0]
+
+
+def _behaviour_workflow() -> dict:
+    """The workflow that posts what changes for the model."""
+    return next(w for w in _workflows() if isinstance(w, dict) and w.get("name") == "what changes for the model")
 
 
 def _model_repo(path: Path, chat_template: str) -> Path:
@@ -77,3 +89,39 @@ def test_check_needs_neither_gradio_nor_torch(tmp_path):
     result = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, timeout=300,
                             env={**os.environ, "PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1"})
     assert result.stdout.splitlines()[-1] == "EXIT 0 []", result.stdout[-2000:] + result.stderr[-2000:]
+
+
+def test_the_behaviour_workflow_checks_out_the_base_beside_the_head_and_posts_the_markdown():
+    workflow = _behaviour_workflow()
+    assert "pull_request" in workflow[True] and workflow["permissions"]["pull-requests"] == "write"
+    steps = workflow["jobs"]["diff"]["steps"]
+    base = next(s for s in steps if s.get("with", {}).get("path") == ".base")
+    assert base["uses"].startswith("actions/checkout@") and base["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    runs = [step["run"] for step in steps if "run" in step]
+    assert runs[:3] == ["pip install -r .playground/requirements-engine.txt",
+                        "PYTHONPATH=.playground python -m engine diff .base . --format github",
+                        "PYTHONPATH=.playground python -m engine diff .base . --format markdown "
+                        '--base-label base --new-label "this pull request" > behaviour.md\n']
+    assert re.fullmatch(r"gh pr comment \$\{\{ github\.event\.pull_request\.number \}\} --body-file behaviour\.md", runs[3])
+    assert steps[-1]["env"]["GH_TOKEN"] == "${{ github.token }}"
+
+
+def test_the_behaviour_workflows_diff_annotates_the_changed_line_and_writes_the_comment(tmp_path):
+    template = (QWEN3 / "chat_template.jinja").read_text()
+    head, found, tail = template.rpartition('{{- "<|im_start|>assistant\\n" -}}')  # the generation prompt
+    assert found
+    changed = head + '{{- "<|im_start|>assistant\\n\\n" -}}' + tail
+    repo = _model_repo(tmp_path / "head", changed)  # the pull request's head at the root …
+    _model_repo(repo / ".base", template).joinpath(".playground").unlink()  # … its base at .base
+    github, markdown, _ = (step["run"] for step in _behaviour_workflow()["jobs"]["diff"]["steps"][-3:])
+    annotations = _run_step(github, repo)
+    assert annotations.returncode == 0, annotations.stderr
+    line = head.count("\n") + 1
+    assert re.search(rf"^::notice file=chat_template\.jinja,line={line},col=\d+,title=what changes for the model::"
+                     r"The prompt changes here in \d+ conversations", annotations.stdout, re.M), annotations.stdout
+    written = _run_step(markdown, repo)
+    assert written.returncode == 0, written.stderr
+    comment = (repo / "behaviour.md").read_text()
+    assert comment.startswith("### What changes for the model\n\nbase → this pull request: **The prompt changes in 8 of 10")
+    assert "<details><summary><b>plain chat</b>" in comment
+    assert "assistant⏎{+⏎+}" in comment and "Unchanged: plain chat, no generation prompt" in comment

@@ -224,3 +224,13 @@ def test_bounded_render_matches_and_stops_runaway_templates() -> None:
     hog = "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"
     [d] = render(hog, MESSAGES, timeout=30).diagnostics
     assert "Rendering stopped" in d.message
+
+
+def test_locate_false_keeps_the_message_and_line_of_a_runtime_error_not_its_exact_columns():
+    # `missing` is read twice on line 2; the second read fails. Placing it exactly renders again.
+    template = "{% for m in messages %}{{ m.content }}\n{{ m.role if m.missing is defined }}{{ m.missing.deeper }}{% endfor %}"
+    messages = [{"role": "user", "content": "Hi"}]
+    [located], [plain] = render(template, messages).diagnostics, render(template, messages, locate=False).diagnostics
+    assert (located.message, located.line) == (plain.message, plain.line) and located.line == 2
+    assert located.column == template.splitlines()[1].rindex("missing") + 1  # the read that failed
+    assert plain.column == template.splitlines()[1].index("missing") + 1  # the first mention of the name

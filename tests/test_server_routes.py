@@ -120,7 +120,12 @@ def call(block_fn: Any, names: tuple[str, ...], values: dict[str, Any]) -> dict[
 
 
 def test_no_handler_compiles_renders_or_tokenizes_in_the_server_process(page: Any, hub: FakeHub, guarded: list[str],
-                                                                         tmp_path: Path) -> None:
+                                                                         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pygments.lexer import Lexer
+
+    # pygments' lexers never run on a visitor's text here (docs/architecture.md, "Dependencies").
+    lexed: list[str] = []
+    monkeypatch.setattr(Lexer, "get_tokens", lambda self, *a, **k: lexed.append(type(self).__name__) or iter(()))
     shown, crashed = {}, []
     for name, block_fn, names in handlers(page):
         template = visitor_template()
@@ -142,5 +147,11 @@ def test_no_handler_compiles_renders_or_tokenizes_in_the_server_process(page: An
     assert "&lt;|im_start|&gt;" in shown["restore_page"]["prompt"] or "im_start" in shown["restore_page"]["prompt"]
     assert shown["load_files"]["chat_template"].startswith("{%- for m in messages")
     assert "Hello there" in str(shown["run_callback"]["stream"])
+    # What changes for the model: rendered and parsed in the worker, in both views and the preview.
+    assert "The prompt changes in" in shown["compare_in_playground"]["playground_behaviour"]
+    assert "The prompt changes in" in shown["compare_in_publish"]["publish_behaviour"]
+    assert "The prompt changes in" in shown["preview"]["publish_behaviour"]
+    assert "## What changes for the model" in shown["preview"]["publish_description"]
     assert guarded == [], "\n".join(guarded)
+    assert lexed == []
     assert crashed == []

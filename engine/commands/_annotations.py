@@ -3,10 +3,17 @@ shows it on the pull request's diff: `::error file=…,line=…,col=…,endColum
 (`::warning` for a warning, `::notice` for a note). The file is the path the author gave (a model
 folder's `chat_template.jinja`, or `tokenizer_config.json` at the line of the template kept inside
 it); a finding with no place is an annotation without a file. Values are escaped as GitHub's
-workflow commands require: `%`, CR and LF everywhere, and `:` and `,` in properties too."""
+workflow commands require: `%`, CR and LF everywhere, and `:` and `,` in properties too.
+
+`diff --format github` puts a behaviour diff on the same lines: a notice on each line of the new
+chat template that wrote changed prompt text (`behaviour_annotations`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from ..behaviour import BehaviourDiff, Change
+from ..behaviour.report import change_line, site_text
 from ..checks import CheckReport
 from ..diagnostics import Diagnostic
 from ..hub.files import TOKENIZER_CONFIG
@@ -86,3 +93,45 @@ def diagnostic_annotation(d: Diagnostic, origins: dict[str, Origin]) -> str:
     message = d.message + (f"\nHint: {d.hint}" if d.hint else "")
     return annotation(LEVELS.get(d.severity, "notice"), message, file=file, line=line, column=column, end_column=end,
                       title=f"{d.source.replace('_', ' ')}")
+
+
+def behaviour_annotations(diff: BehaviourDiff, origin: Callable[[str | None], Origin | None]) -> list[str]:
+    """A behaviour diff as workflow commands: the summary as one notice; a notice on each line of the
+    new chat template that wrote changed prompt text, naming the conversations it changes (and the
+    first change, whitespace visible); a warning where a conversation no longer renders. `origin`
+    finds the file of a named chat template (None: the only one) in the author's files."""
+    lines = [annotation("notice", diff.summary(), title=TITLE)]
+    places: dict[tuple, list[tuple[str, Change]]] = {}
+    unplaced: list[str] = []
+    for conversation in diff.changed:
+        if conversation.after_error and not conversation.before_error:
+            where = _behaviour_place(origin, conversation.after_template, conversation.after_error_line, None)
+            lines.append(annotation("warning", f"{conversation.name!r} no longer renders: {conversation.after_error}",
+                                    title=TITLE, **where))
+            continue
+        for change in conversation.changes:
+            sites = [s for s in change.after_sites if s.wrote] or change.after_sites
+            if sites:
+                places.setdefault((sites[0].template, sites[0].line, sites[0].column), []).append((conversation.name, change))
+            else:
+                unplaced.append(annotation("notice", f"{conversation.name!r}: {change_line(change)}", title=TITLE))
+    for (template, line, column), found in places.items():
+        names = list(dict.fromkeys(name for name, _ in found))
+        first = found[0][1]
+        message = (f"The prompt changes here in {len(names)} conversation{'s' if len(names) != 1 else ''} "
+                   f"({', '.join(names)}): {change_line(first)} (before: {site_text(first.before_sites)})")
+        lines.append(annotation("notice", message, title=TITLE, **_behaviour_place(origin, template, line, column)))
+    return lines + unplaced
+
+
+TITLE = "what changes for the model"
+
+
+def _behaviour_place(origin: Callable[[str | None], Origin | None], template: str | None, line: int | None,
+                     column: int | None) -> dict:
+    """The file, line and column of a place in the new chat template (empty: not in a file)."""
+    found = origin(template)
+    if found is None or line is None:
+        return {}
+    file_line, file_column = found.place(line, column)
+    return {"file": found.path, "line": file_line, "column": file_column}

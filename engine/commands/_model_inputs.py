@@ -98,6 +98,10 @@ class ModelInputs:
         preset's): the tokenizer's own, else `found`, and --special-tokens over both."""
         return special_tokens_for(self.tokenizer.special_tokens if self.tokenizer else None, found, self.explicit_tokens)
 
+    def chat_template_origin(self, name: str | None = None) -> Origin | None:
+        """Where the named chat template (None: the only one, or `default`) is in the author's files."""
+        return self._chat_origin(name) if self._chat_origin is not None else None
+
     def one_chat_template(self, name: str | None = None) -> str | None:
         """The chat template to check or draft: the named one, else transformers' choice without tools
         (`default`); its origin becomes `origins["chat_template"]`."""

@@ -16,7 +16,6 @@ import argparse
 from dataclasses import replace
 
 from .. import limits
-from ..cases import Case, Recording
 from ..checks import CHECK_REGEX_PARSES, CheckReport, Location, run_checks
 from ..diagnostics import Diagnostic
 from ..engines import jinja_js
@@ -24,6 +23,7 @@ from ..presets import load_preset
 from ..workspace import run_preset_checks
 from . import UsageError, json_object, positive_timeout, print_diagnostics, print_json, read_json
 from ._annotations import github_annotations
+from ._case_files import read_cases, read_recordings
 from ._model_inputs import Origin, add_model_inputs, read_model_inputs
 
 
@@ -83,8 +83,8 @@ def run(args: argparse.Namespace) -> int:
         origins["case"] = Origin(args.cases)
     if chat_template is None:  # a folder without one: a located diagnostic, not a usage error
         return _finish(args, CheckReport(diagnostics=inputs.diagnostics), origins)
-    cases = _cases(args.cases) if args.cases else None
-    recordings = _recordings(args.recordings) if args.recordings else None
+    cases = read_cases(args.cases) if args.cases else None
+    recordings = read_recordings(args.recordings) if args.recordings else None
     if recordings and not cases:
         raise UsageError("--recordings needs --cases: each recording names the case whose prompt it continues")
     report = run_checks(chat_template, inputs.response_template, cases, recordings, round_trip_differences=intended,
@@ -150,39 +150,3 @@ def _differences(path: str) -> dict[str, str]:
     if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
         raise UsageError(f'{path}: expected {{"field or check": "why it is intended", ...}}')
     return data
-
-
-def _cases(path: str) -> list[Case]:
-    data = read_json(path)
-    items = data.get("cases") if isinstance(data, dict) and "cases" in data else data
-    if isinstance(items, dict):
-        items = [items]
-    if not isinstance(items, list) or not all(isinstance(c, dict) for c in items):
-        raise UsageError(f"{path}: expected {{\"cases\": [...]}}, a list of cases, or one case object")
-    cases = []
-    for i, item in enumerate(items):
-        try:
-            cases.append(Case.from_dict(item, name=item.get("name") or f"case {i + 1}"))
-        except (TypeError, ValueError) as e:
-            raise UsageError(f"{path}: {e}") from e
-    names = [c.name for c in cases]
-    if len(set(names)) != len(names):
-        raise UsageError(f"{path}: case names must be unique (recordings refer to cases by name)")
-    return cases
-
-
-def _recordings(path: str) -> list[Recording]:
-    data = read_json(path)
-    items = data.get("recordings") if isinstance(data, dict) else data
-    if not isinstance(items, list) or not all(isinstance(r, dict) for r in items):
-        raise UsageError(f"{path}: expected {{\"recordings\": [...]}} or a list of recordings")
-    out = []
-    for i, item in enumerate(items):
-        try:
-            out.append(Recording.from_dict({"name": f"recording {i + 1}", **item}))
-        except TypeError as e:
-            raise UsageError(f"{path}: recording {i + 1}: {e} (keys: name, case, output, expected, description)") from e
-        if not isinstance(out[-1].output, str) or not isinstance(out[-1].case, str):
-            raise UsageError(f"{path}: recording {out[-1].name!r} needs \"case\" (a case name) and \"output\" (text)")
-    return out
-

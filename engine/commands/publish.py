@@ -1,6 +1,7 @@
 """`python -m engine publish --repo ID (--preset NAME | --chat-template F [--response-template F])
 [--revision R] [--title T] [--description D] [--dry-run] [--zip FILE]`: open a pull request with
-the templates on a model repo, showing the diff of every file first.
+the templates on a model repo, showing the diff of every file first. The default description says
+what changes for the model (engine.behaviour): how many conversations' prompts change, and each change.
 
 The token comes from HF_TOKEN or `hf auth login` (never from an option: options end up in shell
 history and process lists). `--dry-run` prints the diff and never calls a write endpoint."""
@@ -11,8 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..behaviour import Suite
 from ..hub import local_token, plan_publish, publish
 from ..presets import load_preset
+from ..workspace import Workspace
 from . import UsageError, print_diagnostics, read_text
 
 
@@ -35,11 +38,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     chat_template, response_template = _templates(args)
     token = local_token()
-    plan = plan_publish(args.repo, chat_template, response_template, revision=args.revision, token=token)
+    # What changes for the model goes in the description: a preset's tokens, kwargs and cases with it.
+    preset = Workspace.from_preset(load_preset(args.preset)) if args.preset else None
+    suite = Suite(preset.cases, preset.recordings, preset.template_kwargs()) if preset else None
+    plan = plan_publish(args.repo, chat_template, response_template, revision=args.revision, token=token,
+                        special_tokens=preset.special_tokens if preset else None, suite=suite)
     print_diagnostics(plan.diagnostics)
     if any(d.severity == "error" for d in plan.diagnostics):
         return 1
     sys.stdout.write(_coloured(plan.diff()) if sys.stdout.isatty() else plan.diff())
+    if plan.behaviour is not None:
+        print(f"What changes for the model: {plan.behaviour.summary()}", file=sys.stderr)
     if args.zip:
         _write_zip(args.zip, plan.zip())
         print(f"Wrote {len(plan.files)} file(s) to {args.zip}", file=sys.stderr)

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
+from .. import limits
+from ..behaviour import BehaviourDiff, Suite, Version, compare_bounded
+from ..behaviour.report import markdown_report
 from ..diagnostics import Diagnostic
 from ..sandbox import bounded_or_why
 from .errors import hub_error, redact
@@ -36,6 +39,13 @@ from .load import HubTemplates, hub_endpoint, load_templates
 
 APP_NAME = "template playground"
 _COMMIT = re.compile(r"[0-9a-f]{40}")
+# What changes for the model takes this long at most to work out (its own bound: a slow template
+# leaves the files to publish, with a sentence in the description, rather than no plan at all).
+BEHAVIOUR_SECONDS = 3 * limits.RENDER_SECONDS
+# The behaviour section of a description stays within this many characters (a Hub discussion's
+# text is meant to be read; `python -m engine diff` shows every change).
+MAX_BEHAVIOUR_MARKDOWN = 20_000
+BEHAVIOUR_HEADING = "## What changes for the model"
 
 
 @dataclass
@@ -48,6 +58,9 @@ class PublishPlan:
     title: str = ""
     description: str = ""
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # What changes for the model (engine.behaviour), when it was worked out: its summary and each
+    # change are in the description too.
+    behaviour: BehaviourDiff | None = None
 
     @property
     def repo_id(self) -> str:
@@ -87,22 +100,55 @@ def plan_publish(
     endpoint: str | None = None,
     allow_folders: bool | None = None,
     timeout: float | None = None,
+    special_tokens: dict | None = None,
+    suite: Suite | None = None,
+    behaviour: bool = True,
 ) -> PublishPlan:
     """Build and diff the files for these templates against the repo (or folder) as it is now.
     `source` is a repo id or folder (loaded fresh), or templates already loaded. Never raises.
     Folders only where public mode allows them (see `load_templates`). With `timeout`, the files
     are built and diffed in a bounded worker (engine.sandbox): building compiles the chat template,
-    and Jinja runs constant expressions while it compiles."""
+    and Jinja runs constant expressions while it compiles.
+
+    With `behaviour` (the default), what changes for the model is worked out too, in the worker
+    (`engine.behaviour`: the repo's templates and its special tokens against these, rendered with
+    `special_tokens`, default the repo's, on the standard conversations and `suite`'s), and the
+    description says it: how many conversations' prompts change, each change in a `<details>`."""
     base = source if isinstance(source, HubTemplates) else load_templates(
         source, revision, token=token, endpoint=endpoint, allow_folders=allow_folders)
     if not base.ok:
         return PublishPlan(base, diagnostics=[d for d in base.diagnostics if d.severity == "error"])
     if timeout is None:
-        return _plan(base, chat_template, response_template)
-    plan, problem = bounded_or_why(_plan, {"base": base, "chat_template": chat_template,
-                                           "response_template": response_template}, timeout,
-                                   doing="Building the files", hint="Look for expressions that make huge numbers or strings.")
-    return plan if problem is None else PublishPlan(base, diagnostics=[problem])
+        plan = _plan(base, chat_template, response_template)
+    else:
+        plan, problem = bounded_or_why(_plan, {"base": base, "chat_template": chat_template,
+                                               "response_template": response_template}, timeout,
+                                       doing="Building the files", hint="Look for expressions that make huge numbers or strings.")
+        if problem is not None:
+            return PublishPlan(base, diagnostics=[problem])
+    if behaviour and plan.changed and not any(d.severity == "error" for d in plan.diagnostics):
+        _add_behaviour(plan, chat_template, response_template, special_tokens, suite)
+    return plan
+
+
+def _add_behaviour(plan: PublishPlan, chat_template: ChatTemplate | None, response_template: str | None,
+                   special_tokens: dict | None, suite: Suite | None) -> None:
+    """What changes for the model, into the plan and its description."""
+    base = plan.base
+    if base.chat_template is None:  # nothing rendered before: every prompt is new
+        return
+    old = Version(base.source + (f"@{base.revision}" if base.revision else ""), base.chat_template,
+                  base.response_template, dict(base.special_tokens))
+    new = Version("this pull request", chat_template if chat_template is not None else base.chat_template,
+                  response_template if response_template is not None else base.response_template,
+                  dict(base.special_tokens if special_tokens is None else special_tokens))
+    plan.behaviour, problem = compare_bounded(old, new, suite, timeout=BEHAVIOUR_SECONDS)
+    if plan.behaviour is not None:
+        section = markdown_report(plan.behaviour, heading=BEHAVIOUR_HEADING, max_chars=MAX_BEHAVIOUR_MARKDOWN,
+                                  changes_shown=3)
+    else:
+        section = f"{BEHAVIOUR_HEADING}\n\nNot worked out: {problem.message if problem else 'unknown problem'}\n"
+    plan.description = plan.description.rstrip() + "\n\n" + section
 
 
 def templates_zip(chat_template: ChatTemplate, response_template: str | None, *,

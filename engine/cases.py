@@ -108,6 +108,13 @@ class Recording:
         return sorted(k for k in set(message) | set(self.expected) if message.get(k) != self.expected.get(k))
 
 
+def passed_kwargs(kwarg_specs: dict[str, dict]) -> dict[str, Any]:
+    """The declared template kwargs at their defaults, as they are passed to the template: a None
+    default means "not passed" (a template may test `is defined`). The one place this is decided,
+    for the app, the checks and the command line alike."""
+    return {name: spec.get("default") for name, spec in kwarg_specs.items() if spec.get("default") is not None}
+
+
 def render_case(
     chat_template: str | dict[str, str],
     case: Case,

@@ -18,7 +18,7 @@ import regex
 from transformers.utils.chat_parsing import parse_response
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
-from ..checks.round_trip import normalise_message
+from ..cases import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
 from .text import MARKUP

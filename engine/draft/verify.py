@@ -11,10 +11,9 @@ from typing import Any
 from transformers.utils.chat_parsing import parse_response
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
-from ..cases import Case
+from ..cases import Case, normalise_message
 from ..checks import CheckResult, run_checks
 from ..text import short
-from ..checks.round_trip import normalise_message
 from ..render import select_template
 from .probes import MARKS, Turn
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from .cases import passed_kwargs, render_case
-from .checks.regex_portability import scan, spec_patterns
+from .regex_portability import scan, spec_patterns
 from .presets import frozen, load_preset, read_json_file, thawed
 from .response_spec import compile_spec
 

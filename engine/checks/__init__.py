@@ -17,15 +17,15 @@ from .. import limits
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
+from ..jinja_analysis import environment
 from ..regex_bounds import RegexTimeout, regex_budget
-from ..sandbox import bounded_or_why
 from ..render import template_error
 from ..response_spec import load_response_spec
+from ..sandbox import bounded_or_why
 from .chat_lints import check_chat_lints
 from .context import CheckContext, Sample, default_cases
 from .engines_matrix import engine_matrix
 from .fitting import fit_cases
-from .jinja_analysis import environment
 from .response_lints import check_response_lints
 from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip

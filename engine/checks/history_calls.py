@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import textwrap
 
+from ..jinja_analysis import lex
 from .context import CheckContext
-from .jinja_analysis import lex
 from .results import CheckResult, Location
 from .template_fields import analyse_fields
 

@@ -22,6 +22,7 @@ from ..regex_bounds import RegexTimeout, regex_budget
 from ..render import template_error
 from ..response_spec import load_response_spec
 from ..sandbox import bounded_or_why
+from ..tokens.load import TokenizerFiles, cached_load
 from .chat_lints import check_chat_lints
 from .context import CheckContext, Sample, default_cases
 from .engines_matrix import engine_matrix
@@ -31,8 +32,7 @@ from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
 from .streaming import check_streaming
-from ..tokens.checks import check_tokens
-from ..tokens.load import TokenizerFiles, cached_load
+from .tokens import check_tokens
 
 FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
 

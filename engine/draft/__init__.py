@@ -1,11 +1,11 @@
 """Draft a response template from a chat template.
 
 The chat template already says how an assistant turn looks: it renders the reasoning, tool calls
-and content of assistant messages in history. The draft probes it with messages carrying a unique
-sentinel in each field (engine.draft.probes), finds where each went (locate), reads the delimiters
-around them (delimiters, build) and verifies the result by parsing every probe back with
-transformers and running the round-trip and streaming checks (verify). It never invents: a field
-the template does not show is left out, with why and what the author can do.
+and content of assistant messages in history. The draft reads it (engine.reading: probes carrying
+a unique sentinel in each field, where each went, the delimiters around them, the format library),
+verifies the result by parsing every probe back with transformers and running the round-trip and
+streaming checks (verify), and reports each field. It never invents: a field the template does not
+show is left out, with why and what the author can do.
 
     draft = draft_response_template(chat_template, special_tokens={"eos_token": "<|im_end|>"})
     draft.response_template   # the spec (dict), or None when no field could be drafted
@@ -26,13 +26,14 @@ from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
 from ..render import special_token_advice
 from ..sandbox import bounded_or_why
-from .build import build
-from .locate import locate
-from .library import candidates
-from .match import Choice, Disagreement, Match, choose, history_limits
-from .probes import FIELDS, Failure, Turn, render_turns
-from .told import what_is_told
-from .verify import Outcome, outcomes_of, probe_cases, run_probe_checks
+from ..reading.build import build
+from ..reading.library import candidates
+from ..reading.locate import locate
+from ..reading.match import Choice, Disagreement, Match, choose, history_limits
+from ..reading.outcomes import Outcome, outcomes_of
+from ..reading.probes import FIELDS, Failure, Turn, render_turns
+from ..reading.told import what_is_told
+from .verify import probe_cases, run_probe_checks
 
 __all__ = ["Draft", "FieldReport", "draft_response_template"]
 

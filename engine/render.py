@@ -24,7 +24,10 @@ from .inputs import check_text, check_value
 from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
 
-if TYPE_CHECKING:  # imported where used: engine.provenance reads engine.checks, which imports this module
+if TYPE_CHECKING:
+    # Upward, on purpose (tests/test_layers.py allows it): `explain` explains a render in the same
+    # call, so one worker compiles the template once for both, under one time limit. Imported where
+    # used, so a render that is not explained never loads the provenance.
     from .provenance import Explanation
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
@@ -208,7 +211,7 @@ EXPLAIN_SHARE = 0.6
 
 def _explain(template: str, variables: dict | None, prompt: str, name: str | None, continued: bool,
              seconds: float | None) -> Explanation:
-    from .provenance import Explanation, explain_prompt
+    from .provenance import Explanation, explain_prompt  # upward on purpose: see the TYPE_CHECKING import
 
     if variables is None:
         return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")

@@ -19,7 +19,7 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from . import limits
 from .diagnostics import Diagnostic, line_text
-from .error_place import compile_error_place, runtime_error_place, syntax_error_place
+from .error_place import compile_error_place, runtime_error_place, syntax_error_place, undefined_read
 from .inputs import check_text, check_value
 from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
@@ -367,9 +367,9 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
     """A message, a hint and the text to look for on the failing line (to find a column)."""
     text = str(error)
     if isinstance(error, jinja2.UndefinedError):
-        name = re.search(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')", text)
-        needle = (name.group(2) or name.group(1)) if name else None
-        special = special_token_advice(name.group(1)) if name and not name.group(2) else None
+        read = undefined_read(text)
+        needle = (read[1] or read[0]) if read else None
+        special = special_token_advice(read[0]) if read and not read[1] else None
         return (
             f"Undefined value: {text}",
             special or "The template reads a variable or key that this case does not provide. Pass it as a "

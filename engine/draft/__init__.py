@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..checks import CheckResult
-from ..checks.fitting import UNDEFINED_NAME
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
+from ..error_place import undefined_name
 from ..render import special_token_advice
 from ..sandbox import bounded_or_why
 from ..reading.build import build
@@ -131,10 +131,10 @@ def draft_response_template(
     draft = Draft(None, probes=len(turns) + len(failures))
     if not turns:
         first = failures[0].message if failures else "no probe"
-        unpassed = UNDEFINED_NAME.search(first)
+        unpassed = undefined_name(first)
         draft.diagnostics.append(Diagnostic(
             "error", f"The chat template renders none of the probe conversations: {first}", "chat_template",
-            hint=(special_token_advice(unpassed.group(1)) if unpassed else None) or "Fix the chat template first (its editor shows where).",
+            hint=(special_token_advice(unpassed) if unpassed else None) or "Fix the chat template first (its editor shows where).",
         ))  # fmt: skip
         draft.fields = [FieldReport(name, "not_inferable", "The chat template does not render.") for name in FIELDS]
         draft.seconds = time.perf_counter() - started

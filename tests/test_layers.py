@@ -7,6 +7,7 @@ lazy import hides no circle) and under `TYPE_CHECKING`. A new module must be giv
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,6 +50,17 @@ def modules(root: Path, tops: tuple[str, ...] = ("engine", "app")) -> dict[str, 
     return {module_name(p, root): p for top in tops for p in sorted((root / top).rglob("*.py"))}
 
 
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included (in functions, classes, `if`, `try`, `with`, loops,
+    `match`): an import is a statement, so the expressions need not be walked."""
+    for node in body:
+        yield node
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            yield from statements(getattr(node, name, None) or [])
+        for case in getattr(node, "cases", None) or []:
+            yield from statements(case.body)
+
+
 def imports(root: Path, tops: tuple[str, ...] = ("engine", "app")) -> dict[str, dict[str, int]]:
     """For each module, the modules of `tops` it imports, each with the line of its first import."""
     known = modules(root, tops)
@@ -56,7 +68,7 @@ def imports(root: Path, tops: tuple[str, ...] = ("engine", "app")) -> dict[str, 
     for name, path in known.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         found: dict[str, int] = {}
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in statements(ast.parse(path.read_text(encoding="utf-8"), str(path)).body):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):

@@ -25,6 +25,9 @@ from engine.inputs import load_json
 from engine.trace import Trace
 from tests.trace_cases import CHATML_PROMPT, HARMONY, REGEX_WS, SMOL
 
+# Seconds each (thousands of examples): the fast loop leaves them out (pytest.ini).
+pytestmark = pytest.mark.slow
+
 
 SCALE = max(1, int(os.environ.get("PLAYGROUND_FUZZ_SCALE", "1")))
 
@@ -66,7 +69,6 @@ spec = st.fixed_dictionaries(
 )
 
 
-@pytest.mark.slow  # a long fuzz
 @fuzz(2000)
 @given(spec, st.integers(0, 3), st.text(max_size=3))
 def test_any_response_template_loads_or_says_why(data: dict, damage: int, junk: str) -> None:
@@ -91,7 +93,6 @@ PIECES = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<|im_end|>", "<
 output = st.lists(st.sampled_from(PIECES), max_size=14).map("".join)
 
 
-@pytest.mark.slow  # a long fuzz
 @fuzz(4000)
 @given(st.sampled_from(sorted(TEMPLATES)), output, st.lists(st.integers(1, 9), max_size=20), st.booleans())
 def test_any_output_in_any_chunking_traces_as_transformers_parses(name: str, text: str, sizes: list[int], prompt: bool) -> None:
@@ -141,7 +142,6 @@ message = st.fixed_dictionaries({"role": st.one_of(st.sampled_from(["system", "u
 messages = st.one_of(st.lists(message, max_size=4), json_value)
 
 
-@pytest.mark.slow  # a long fuzz
 @fuzz(2000)
 @given(st.one_of(chat_template, body), messages, st.one_of(st.none(), st.lists(json_value, max_size=2)), json_value)
 def test_any_chat_template_and_messages_render_or_say_why(template: str, messages, tools, kwargs) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -106,6 +107,65 @@ class Recording:
         if self.expected is None:
             return []
         return sorted(k for k in set(message) | set(self.expected) if message.get(k) != self.expected.get(k))
+
+
+def normalise_message(message: dict) -> dict[str, Any]:
+    """A message in the form both sides are compared in. Each rule removes a difference that is not
+    a difference to the model: None values (transformers drops them before rendering), reasoning under
+    an older name (transformers aliases it), text as a list of text blocks, surrounding whitespace
+    (the text parser strips by default, and templates trim), tool-call arguments as a JSON string vs
+    an object, and tool-call `type`/`id` (rendered by few templates). `role` is not compared."""
+    out: dict[str, Any] = {}
+    for key, value in message.items():
+        if key == "role" or is_missing(value):
+            continue
+        if key in REASONING_FIELDS:
+            key = "reasoning_content"
+            if key in out:
+                continue
+        if key == "content" and isinstance(value, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in value):
+            value = "".join(str(b.get("text", "")) for b in value)
+        if key == "tool_calls" and isinstance(value, list):
+            value = [_tool_call(call) for call in value]
+        if isinstance(value, str):
+            value = value.strip()
+            if not value:
+                continue
+        out[key] = value
+    return out
+
+
+def _tool_call(call: Any) -> Any:
+    if not isinstance(call, dict):
+        return call
+    function = call.get("function", call)
+    if not isinstance(function, dict):
+        return call
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass
+    return {"name": function.get("name"), "arguments": arguments}
+
+
+def compare_messages(original: dict, parsed: dict) -> list[tuple[str, Any, Any]]:
+    """(field, original value, parsed value) for each field that differs; None stands for missing."""
+    a, b = normalise_message(original), normalise_message(parsed)
+    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
+
+
+def is_missing(value: Any) -> bool:
+    """None, or an empty text, list or object: a field a message does not have."""
+    return value is None or (isinstance(value, (str, list, dict)) and not value)
+
+
+def passed_kwargs(kwarg_specs: dict[str, dict]) -> dict[str, Any]:
+    """The declared template kwargs at their defaults, as they are passed to the template: a None
+    default means "not passed" (a template may test `is defined`). The one place this is decided,
+    for the app, the checks and the command line alike."""
+    return {name: spec.get("default") for name, spec in kwarg_specs.items() if spec.get("default") is not None}
 
 
 def render_case(

@@ -24,7 +24,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from .checks.regex_portability import scan, spec_patterns
+from .cases import passed_kwargs, render_case
+from .regex_portability import scan, spec_patterns
 from .presets import frozen, load_preset, read_json_file, thawed
 from .response_spec import compile_spec
 
@@ -219,15 +220,15 @@ def _example(item: Mapping) -> FormatExample:
 def _preset_examples(name: str) -> list[FormatExample]:
     """A preset's recordings as examples: each with its case's tools, and the case rendered as the
     preset renders it as the prefix (the start anchor and any prefill are in the prompt)."""
-    from .workspace import Workspace  # the workspace imports the draft, which reads this library
-
-    workspace = Workspace.from_preset(load_preset(name))
+    preset = load_preset(name)
+    cases = {case.name: case for case in reversed(preset.cases)}  # the first of a name, as a workspace finds it
+    kwargs = passed_kwargs(preset.kwarg_specs())
     out = []
-    for recording in workspace.recordings:
-        case = workspace.find_case(recording.case)
+    for recording in preset.recordings:
+        case = cases.get(recording.case)
         if recording.expected is None or case is None:
             continue
-        rendered = workspace.render(case)
+        rendered = render_case(preset.chat_template, case, dict(preset.special_tokens), kwargs)
         if not rendered.ok:
             raise ValueError(f"Preset {name!r}: case {case.name!r} does not render: {rendered.diagnostics[0].message}")
         out.append(FormatExample(

@@ -290,9 +290,9 @@ def compile_problem(pattern: str, flags: int = 0) -> str | None:
         if key in _verdicts:
             _verdicts.move_to_end(key)
             return _verdicts[key]
-    from . import sandbox
+    from . import process_role, sandbox
 
-    if sandbox.IN_WORKER:  # already in a killable, memory-capped worker (the checks): compile here
+    if process_role.IN_WORKER:  # already in a killable, memory-capped worker (the checks): compile here
         return None
     if not _verdict_slots.acquire(timeout=VERDICT_SECONDS):
         return "the server is too busy to check this pattern now; try again"  # transient: not cached

@@ -19,12 +19,15 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from . import limits
 from .diagnostics import Diagnostic, line_text
-from .error_place import compile_error_place, runtime_error_place, syntax_error_place
+from .error_place import compile_error_place, runtime_error_place, syntax_error_place, undefined_read
 from .inputs import check_text, check_value
 from .sandbox import bounded_or_why
 from .transformers_compat import compile_template, normalize_messages, plain_data, template_inputs
 
-if TYPE_CHECKING:  # imported where used: engine.provenance reads engine.checks, which imports this module
+if TYPE_CHECKING:
+    # Upward, on purpose (tests/test_layers.py allows it): `explain` explains a render in the same
+    # call, so one worker compiles the template once for both, under one time limit. Imported where
+    # used, so a render that is not explained never loads the provenance.
     from .provenance import Explanation
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
@@ -132,37 +135,58 @@ def render(
     which costs as much as compiling it)."""
     started = time.monotonic()
     if timeout is not None:
-        plain = {k: dict(v) if isinstance(v, Mapping) else v for k, v in (("template_kwargs", template_kwargs), ("special_tokens", special_tokens))}
         return _render_bounded(
-            timeout, owner,
-            chat_template=chat_template, messages=messages, tools=tools, documents=documents,
+            timeout, owner, chat_template=chat_template, messages=messages, tools=tools, documents=documents,
             add_generation_prompt=add_generation_prompt, continue_final_message=continue_final_message,
-            template_name=template_name, with_generation_start=with_generation_start, explain=explain,
-            explain_seconds=EXPLAIN_SHARE * timeout if explain else None, locate=locate, **plain,
+            template_kwargs=template_kwargs, special_tokens=special_tokens, template_name=template_name,
+            with_generation_start=with_generation_start, explain=explain, locate=locate,
         )  # fmt: skip
+    template, chosen, refused = _what_to_render(chat_template, messages, tools, documents, template_kwargs, special_tokens,
+                                                template_name, add_generation_prompt, continue_final_message)  # fmt: skip
+    if template is None:
+        return RenderResult(None, diagnostics=refused, template_name=chosen)
+    # kwargs overwrite special tokens when both are given, as in apply_chat_template.
+    kwargs = {**(special_tokens or {}), **(template_kwargs or {})}
+    result = _rendered(template, chosen, messages, tools, documents, add_generation_prompt, continue_final_message, kwargs,
+                       locate)
+    if result.ok and with_generation_start and add_generation_prompt:
+        without = render(chat_template, messages, tools, documents, add_generation_prompt=False,
+                         continue_final_message=continue_final_message, template_kwargs=template_kwargs,
+                         special_tokens=special_tokens, template_name=template_name)  # fmt: skip
+        result.generation_start = generation_start_in(result.prompt, without.prompt)
+    if result.ok and explain:
+        left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
+        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
+        result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left)
+    return result
+
+
+def _what_to_render(chat_template: str | dict[str, str], messages: Any, tools: Any, documents: Any,
+                    template_kwargs: dict | None, special_tokens: dict | None, template_name: str | None,
+                    add_generation_prompt: bool, continue_final_message: bool | str,
+                    ) -> tuple[str | None, str | None, list[Diagnostic]]:  # fmt: skip
+    """The template to render and its name, or (None, the name, why) when nothing is rendered: what a
+    user typed cannot be rendered, no template has that name, or both prompt flags are on."""
     problems = _check_template(chat_template) or _check_inputs(messages, tools, documents, template_kwargs, special_tokens)
     if problems:
-        return RenderResult(None, diagnostics=problems)
+        return None, None, problems
     try:
         template, chosen = select_template(chat_template, tools, template_name)
     except ValueError as e:
-        return RenderResult(None, diagnostics=[Diagnostic("error", str(e), "chat_template")])
+        return None, None, [Diagnostic("error", str(e), "chat_template")]
     if add_generation_prompt and continue_final_message:
-        return RenderResult(
-            None,
-            diagnostics=[
-                Diagnostic(
-                    "error",
-                    "add_generation_prompt and continue_final_message cannot both be on.",
-                    "case",
-                    hint="Use continue_final_message to let the model continue the last message, "
-                    "add_generation_prompt to start a new assistant turn.",
-                )
-            ],
-            template_name=chosen,
-        )
-    # kwargs overwrite special tokens when both are given, as in apply_chat_template.
-    kwargs = {**(special_tokens or {}), **(template_kwargs or {})}
+        return None, chosen, [Diagnostic(
+            "error", "add_generation_prompt and continue_final_message cannot both be on.", "case",
+            hint="Use continue_final_message to let the model continue the last message, "
+            "add_generation_prompt to start a new assistant turn.",
+        )]  # fmt: skip
+    return template, chosen, []
+
+
+def _rendered(template: str, chosen: str | None, messages: Any, tools: Any, documents: Any, add_generation_prompt: bool,
+              continue_final_message: bool | str, kwargs: dict, locate: bool = True) -> RenderResult:  # fmt: skip
+    """transformers' render of `template`: the prompt and its `{% generation %}` spans, or the failure
+    on its place in the template (its line only, without `locate`), or a prompt over the size limit refused."""
     try:
         conversation = normalize_messages(messages)
         rendered, spans = render_jinja_template(
@@ -181,29 +205,11 @@ def render(
         return RenderResult(None, diagnostics=[template_error(e, template, variables)], template_name=chosen)
     prompt = rendered[0]
     if len(prompt) > MAX_PROMPT_CHARS:
-        return RenderResult(
-            None,
-            diagnostics=[
-                Diagnostic(
-                    "error",
-                    f"The rendered prompt is {len(prompt):,} characters, over the {MAX_PROMPT_CHARS:,} limit.",
-                    "chat_template",
-                    hint="Check for a loop that repeats its output.",
-                )
-            ],
-            template_name=chosen,
-        )
-    result = RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
-    if with_generation_start and add_generation_prompt:
-        without = render(chat_template, messages, tools, documents, add_generation_prompt=False,
-                         continue_final_message=continue_final_message, template_kwargs=template_kwargs,
-                         special_tokens=special_tokens, template_name=template_name)  # fmt: skip
-        result.generation_start = generation_start_in(prompt, without.prompt)
-    if explain:
-        left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
-        variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
-        result.explanation = _explain(template, variables, prompt, chosen, bool(continue_final_message), left)
-    return result
+        return RenderResult(None, diagnostics=[Diagnostic(
+            "error", f"The rendered prompt is {len(prompt):,} characters, over the {MAX_PROMPT_CHARS:,} limit.",
+            "chat_template", hint="Check for a loop that repeats its output.",
+        )], template_name=chosen)  # fmt: skip
+    return RenderResult(prompt, [tuple(s) for s in (spans[0] if spans else [])], [], chosen)
 
 
 # The share of a render's time limit that explaining it may take (the render's own time included).
@@ -212,7 +218,7 @@ EXPLAIN_SHARE = 0.6
 
 def _explain(template: str, variables: dict | None, prompt: str, name: str | None, continued: bool,
              seconds: float | None) -> Explanation:
-    from .provenance import Explanation, explain_prompt
+    from .provenance import Explanation, explain_prompt  # upward on purpose: see the TYPE_CHECKING import
 
     if variables is None:
         return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")
@@ -231,6 +237,10 @@ def generation_start_in(prompt: str, without: str | None) -> int | None:
 
 
 def _render_bounded(timeout: float, owner: Any, **kwargs: Any) -> RenderResult:
+    """`render(**kwargs)` in the killable worker; explaining it may take EXPLAIN_SHARE of `timeout`."""
+    for name in ("template_kwargs", "special_tokens"):  # plain dicts: what a worker can be sent
+        kwargs[name] = dict(kwargs[name]) if isinstance(kwargs[name], Mapping) else kwargs[name]
+    kwargs["explain_seconds"] = EXPLAIN_SHARE * timeout if kwargs["explain"] else None
     # Inputs are checked here first: a value too deep to send to a worker gets its own message.
     problems = _check_template(kwargs["chat_template"]) or _check_inputs(
         kwargs["messages"], kwargs["tools"], kwargs["documents"], kwargs["template_kwargs"], kwargs["special_tokens"])
@@ -368,9 +378,9 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
     """A message, a hint and the text to look for on the failing line (to find a column)."""
     text = str(error)
     if isinstance(error, jinja2.UndefinedError):
-        name = re.search(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')", text)
-        needle = (name.group(2) or name.group(1)) if name else None
-        special = special_token_advice(name.group(1)) if name and not name.group(2) else None
+        read = undefined_read(text)
+        needle = (read[1] or read[0]) if read else None
+        special = special_token_advice(read[0]) if read and not read[1] else None
         return (
             f"Undefined value: {text}",
             special or "The template reads a variable or key that this case does not provide. Pass it as a "

@@ -29,13 +29,9 @@ from collections.abc import Callable, Hashable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from . import limits
+from . import limits, process_role
 from .diagnostics import Diagnostic
 from .errors import log_failure, quoted
-from .server_guard import serving_now
-
-# Set in a worker process: code that would otherwise hand work to a worker runs it in place.
-IN_WORKER = False
 
 
 class SandboxTimeout(Exception):
@@ -60,8 +56,7 @@ def _serve(connection: Connection, memory_limit: int | None, alive: Connection |
     """The worker's loop: receive (function, kwargs), send back ("ok", result) or ("error", exception).
     Files the work writes go to `temp`, the worker's own folder, which the server removes with the
     worker (a worker killed half-way through writing a tokenizer's files leaves nothing behind)."""
-    global IN_WORKER
-    IN_WORKER = True
+    process_role.IN_WORKER = True
     if temp is not None:
         os.environ["TMPDIR"] = tempfile.tempdir = temp
     if alive is not None:
@@ -362,11 +357,11 @@ def run_bounded(function: Callable[..., Any], kwargs: dict, timeout: float, owne
                 long: bool = False) -> Any:
     """`function(**kwargs)` in the shared pool: the one way to run a visitor's work (compile, render,
     parse, build a tokenizer, decode large JSON). `owner` is who it counts against: by default the
-    client whose request is being handled (`engine.server_guard.serving`). Inside a worker already,
+    client whose request is being handled (`engine.process_role.serving`). Inside a worker already,
     it runs in place (the worker is itself killable and memory-capped)."""
-    if IN_WORKER:
+    if process_role.IN_WORKER:
         return function(**kwargs)
-    return shared_pool().call(function, kwargs, timeout, owner if owner is not None else serving_now(), long)
+    return shared_pool().call(function, kwargs, timeout, owner if owner is not None else process_role.serving_now(), long)
 
 
 def bounded_or_why(function: Callable[..., Any], kwargs: dict, timeout: float, owner: Hashable = None, *,

@@ -15,17 +15,18 @@ that compiles in the server (a download, a preview, a provenance view) fails the
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import logging
 import threading
 import traceback
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import jinja2
 import tokenizers
+
+from . import process_role
+from .process_role import serving, serving_now  # noqa: F401 - the app wraps its handlers in server_guard.serving
 
 # What is watched, by what it means to an author: (meaning, owner class, method name).
 WATCHED: tuple[tuple[str, type, str], ...] = (
@@ -40,27 +41,10 @@ WATCHED: tuple[tuple[str, type, str], ...] = (
 )
 
 logger = logging.getLogger("playground")
-# The client a request is handled for, while the app handles it (None outside a handler).
-_serving: contextvars.ContextVar[Any] = contextvars.ContextVar("playground_serving", default=None)
 
 
 class ServerWork(RuntimeError):
     """Visitor input was about to be compiled, rendered or tokenized in the server process."""
-
-
-@contextmanager
-def serving(client: Any) -> Iterator[None]:
-    """The app is handling a request of `client` (any non-None value) in this thread."""
-    token = _serving.set(client if client is not None else "anonymous")
-    try:
-        yield
-    finally:
-        _serving.reset(token)
-
-
-def serving_now() -> Any:
-    """The client whose request this thread is handling, or None."""
-    return _serving.get()
 
 
 _lock = threading.Lock()
@@ -102,12 +86,7 @@ def _watched(meaning: str, owner: type, name: str, original: Any) -> Any:
     function: Callable = original.__func__ if isinstance(original, (classmethod, staticmethod)) else original
 
     def check() -> None:
-        client = _serving.get()
-        if client is None:
-            return
-        from .sandbox import IN_WORKER  # noqa: PLC0415 - sandbox imports this module's users
-
-        if IN_WORKER:
+        if serving_now() is None or process_role.IN_WORKER:
             return
         where = " < ".join(f"{'/'.join(f.filename.rsplit('/', 2)[-2:])}:{f.lineno} {f.name}"
                            for f in reversed(traceback.extract_stack()) if _ours(f.filename))

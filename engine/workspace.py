@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from . import limits
-from .cases import Case, Recording, render_case
+from .cases import Case, Recording, passed_kwargs, render_case
 from .checks import CheckReport, Sample, run_checks
 from .draft import Draft, draft_response_template
 from .formats import Format
@@ -23,13 +23,6 @@ RUNNERS = ("recorded", "simulated", "local", "remote")
 # The recording choice meaning "the text the author pasted".
 PASTED = "(pasted text)"
 SCHEMA_VERSION = 1
-
-
-def passed_kwargs(kwarg_specs: dict[str, dict]) -> dict[str, Any]:
-    """The declared template kwargs at their defaults, as they are passed to the template: a None
-    default means "not passed" (a template may test `is defined`). The one place this is decided,
-    for the app, the checks and the command line alike."""
-    return {name: spec.get("default") for name, spec in kwarg_specs.items() if spec.get("default") is not None}
 
 
 @dataclass

@@ -13,7 +13,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks.__main__ import KEYS
+
+# Minutes: the whole quick benchmark run, the app in Chromium included (pytest.ini: the fast loop leaves it out).
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 

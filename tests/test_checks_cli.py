@@ -28,6 +28,7 @@ def pair(*extra: str, response: Path = CHATML / "response_template.json") -> lis
             "--cases", CHATML / "cases.json", "--recordings", CHATML / "recordings.json", "--random-splits", "20", *extra]  # fmt: skip
 
 
+@pytest.mark.slow  # a real `python -m engine check` process
 def test_a_sound_pair_exits_0_and_prints_every_check_as_json(tmp_path: Path) -> None:
     files = tokenizer_files(("<|im_start|>", "<|im_end|>"), ("<think>", "</think>", "<tool_call>", "</tool_call>"),
                             eos="<|im_end|>")

@@ -10,7 +10,7 @@ import pytest
 
 from engine.cases import Case, Recording
 from engine.checks import run_checks
-from engine.checks.regex_portability import scan, string_offsets
+from engine.regex_portability import scan, string_offsets
 from engine.checks.template_fields import analyse_fields
 from engine.diagnostics import line_col
 

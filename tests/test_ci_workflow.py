@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -63,6 +64,7 @@ def test_the_workflow_installs_the_engine_only_and_checks_the_folder():
     assert not any(re.match(r"(gradio|torch)\b", l) for l in engine)
 
 
+@pytest.mark.slow  # real `python -m engine check` processes
 def test_the_workflows_check_annotates_a_broken_template_and_passes_a_good_one(tmp_path):
     command = _workflow()["jobs"]["check"]["steps"][-1]["run"]
     broken = (QWEN3 / "chat_template.jinja").read_text().replace("+ content +", "+ content | badfilter +", 1)
@@ -79,6 +81,7 @@ def test_the_workflows_check_annotates_a_broken_template_and_passes_a_good_one(t
     assert "::error" not in good.stdout and "::warning file=chat_template.jinja" in good.stdout
 
 
+@pytest.mark.slow  # real `python -m engine check` processes
 def test_check_needs_neither_gradio_nor_torch(tmp_path):
     repo = _model_repo(tmp_path / "model", (QWEN3 / "chat_template.jinja").read_text())
     probe = ("import runpy, sys\n"

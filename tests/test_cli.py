@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from transformers.utils.chat_parsing import parse_response
 
 from tests.conftest import engine_process
@@ -77,6 +78,7 @@ def test_trace_coloured_view_and_spec_errors(cli, tmp_path: Path) -> None:
     assert bad.returncode == 1 and "line 2" in bad.stderr and "close_pattern" in bad.stderr
 
 
+@pytest.mark.slow  # real `python -m engine` processes
 def test_render_and_trace_run_as_real_processes(tmp_path: Path) -> None:
     """`python -m engine` itself, once per command, as a model repo's CI would call it."""
     (tmp_path / "t.jinja").write_text(TEMPLATE)

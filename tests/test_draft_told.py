@@ -1,5 +1,5 @@
 """The draft starts from what the model is told: the tool instructions and the generation prompt,
-matched against the format library (engine.draft.told, library, match), and the check that reports
+matched against the format library (engine.reading.told, library, match), and the check that reports
 a history which writes calls unlike the instructions (chat_lint.history_calls). The templates are
 small ones written for these tests (tests/fixtures/draft/)."""
 
@@ -14,8 +14,8 @@ from transformers.utils.chat_parsing import parse_response
 from engine.checks import run_checks
 from engine.cli import main
 from engine.draft import Draft, draft_response_template
-from engine.draft.library import literal_runs
-from engine.draft.told import call_example
+from engine.reading.library import literal_runs
+from engine.reading.told import call_example
 from engine.formats import load_format
 from engine.render import render
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from engine.error_place import syntax_error_place
+from engine.error_place import syntax_error_place, undefined_name, undefined_read
 from engine.render import render
 
 USER = [{"role": "user", "content": "Hi"}]
@@ -85,6 +85,17 @@ def test_break_without_loopcontrols_is_a_syntax_error_on_break() -> None:
     with pytest.raises(jinja2.TemplateSyntaxError) as raised:
         env.parse(template)
     assert syntax_error_place(env, template, raised.value) == (2, 6, 11)
+
+
+def test_one_reading_of_what_an_undefined_value_names() -> None:
+    """Jinja's own messages, as a render reports them: a name nobody passed, a key a message lacks."""
+    [name] = render("{{ bos_token.x }}", USER).diagnostics
+    [key] = render("{{ messages[0].nope.x }}", USER).diagnostics
+    assert name.message == "Undefined value: 'bos_token' is undefined" and "special token" in name.hint
+    assert key.message == "Undefined value: 'dict object' has no attribute 'nope'"
+    assert undefined_read(name.message) == ("bos_token", None) and undefined_name(name.message) == "bos_token"
+    assert undefined_read(key.message) == ("dict object", "nope") and undefined_name(key.message) is None
+    assert undefined_read("The template raised: no tools") is None and undefined_name("TypeError: 1") is None
 
 
 def test_the_checks_report_a_compile_error_on_its_token() -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from transformers.utils.chat_parsing import parse_response
@@ -23,6 +24,10 @@ from engine.cases import Case
 from engine.inputs import load_json
 from engine.trace import Trace
 from tests.trace_cases import CHATML_PROMPT, HARMONY, REGEX_WS, SMOL
+
+# Seconds each (thousands of examples): the fast loop leaves them out (pytest.ini).
+pytestmark = pytest.mark.slow
+
 
 SCALE = max(1, int(os.environ.get("PLAYGROUND_FUZZ_SCALE", "1")))
 

@@ -8,6 +8,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from engine.commands._annotations import annotation, escape_data, escape_property
 from engine.commands._model_inputs import Origin
 from tests.conftest import engine_process
@@ -175,6 +177,7 @@ def test_named_templates_follow_transformers_choice(cli, tmp_path):
     assert f"::error file={folder}/additional_chat_templates/tool_use.jinja,line=2,col=12,endColumn=20," in named.stdout
 
 
+@pytest.mark.slow  # a real `python -m engine check` process
 def test_check_on_a_folder_in_a_real_process(tmp_path):
     folder = model_folder(tmp_path / "model", response_template=False)
     result = engine_process("check", folder, "--format", "github", "--strict")

@@ -27,6 +27,9 @@ from tests.attacks import ATTACKS, MB, Attacker, Phase, quiet, run_phases
 from tests.load_scenario import run_scenario
 from tests.servers import free_port, serving
 
+# Minutes each: a real public server under every attack (pytest.ini: the fast loop leaves them out).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 # Short limits, so the test can wait them out: sessions idle this long are released (the server sweeps
 # four times per limit), files this old deleted. Not shorter: a visitor's edit waiting in the queue

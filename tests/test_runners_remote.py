@@ -67,6 +67,7 @@ def server(tmp_path_factory: pytest.TempPathFactory):
         yield Server(url, str(folder), build_tokenizer())
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_the_tokenizer_matches_the_served_one(server: Server) -> None:
     from transformers import AutoTokenizer
 
@@ -74,6 +75,7 @@ def test_the_tokenizer_matches_the_served_one(server: Server) -> None:
     assert served.encode(SCRIPT, add_special_tokens=False) == server.tokenizer.encode(SCRIPT, add_special_tokens=False)
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_streams_a_scripted_completion_and_parses_it(server: Server) -> None:
     runner = RemoteRunner(server.url, server.model, max_tokens=200, temperature=0,
                           response_template=CHATML_RESPONSE_TEMPLATE, extra_body=server.script(SCRIPT))
@@ -106,6 +108,7 @@ def test_streams_a_scripted_completion_and_parses_it(server: Server) -> None:
     assert "skip_special_tokens" in runner.diagnostics[0].message
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_warns_when_the_output_comes_back_without_delimiters(server: Server) -> None:
     prompt = render_case(CHATML_TEMPLATE, Case("hi", [{"role": "user", "content": "Hi"}]), CHATML_SPECIAL_TOKENS).prompt
     runner = RemoteRunner(server.url, server.model, max_tokens=50, temperature=0,
@@ -122,6 +125,7 @@ def test_warns_when_the_output_comes_back_without_delimiters(server: Server) -> 
     assert quiet.diagnostics == []
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_stop_closes_the_stream_promptly_and_the_server_carries_on(server: Server) -> None:
     word = server.tokenizer.encode(" weather", add_special_tokens=False)
     endless = {"generation_config": json.dumps({"sequence_bias": [[word, 100.0]], "do_sample": False,
@@ -138,6 +142,7 @@ def test_stop_closes_the_stream_promptly_and_the_server_carries_on(server: Serve
     assert len(list(again.stream(PROMPT))) <= 3  # the server is still serving
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_server_problems_are_diagnostics(server: Server) -> None:
     with pytest.raises(RunnerError) as error:
         list(RemoteRunner(server.url, "some/other-model", max_tokens=2).stream(PROMPT))
@@ -161,6 +166,7 @@ def test_base_url_with_or_without_v1() -> None:
     assert RemoteRunner("https://h/api/v1", "m").path == "/api/v1/completions"
 
 
+@pytest.mark.slow  # a real `transformers serve` (started once for the module)
 def test_cli_runs_against_the_server(server: Server, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "chat.jinja").write_text(CHATML_TEMPLATE)
     (tmp_path / "response.json").write_text(CHATML_RESPONSE_TEMPLATE)

@@ -218,6 +218,7 @@ def test_cli_simulates_a_case_file(cli, tmp_path: Path) -> None:
     assert data["tokens"] > 10 and data["diagnostics"] == []
 
 
+@pytest.mark.slow  # a real `python -m engine run` process
 def test_cli_simulates_a_preset_case_with_kwargs(cli) -> None:
     name = preset_names()[0]
     preset = load_preset(name)

@@ -153,6 +153,7 @@ def test_a_busy_worker_ends_when_the_server_goes_away() -> None:
     busy.join(timeout=10)
 
 
+@pytest.mark.slow  # a real server process and its workers
 @pytest.mark.parametrize("end", ["exits", "is killed"])
 def test_a_server_that_ends_without_stopping_its_workers_leaves_no_folder_behind(end: str) -> None:
     """A server that ends with its workers still running (as a pool's idle workers are) leaves none

@@ -119,6 +119,7 @@ def call(block_fn: Any, names: tuple[str, ...], values: dict[str, Any]) -> dict[
     return shown
 
 
+@pytest.mark.slow  # every handler of the page, each rendering, checking or tokenizing in a worker
 def test_no_handler_compiles_renders_or_tokenizes_in_the_server_process(page: Any, hub: FakeHub, guarded: list[str],
                                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from pygments.lexer import Lexer

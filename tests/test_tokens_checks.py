@@ -9,7 +9,7 @@ import pytest
 
 from engine.cases import Case, Recording
 from engine.checks import run_checks
-from engine.tokens.checks import NO_TOKENIZER
+from engine.checks.tokens import NO_TOKENIZER
 from tests.token_support import tiny, tokenizer_files
 
 CHATML = ("<|im_start|>", "<|im_end|>")

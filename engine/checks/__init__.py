@@ -17,22 +17,22 @@ from .. import limits
 from ..cases import Case, Recording
 from ..diagnostics import Diagnostic
 from ..errors import log_failure
+from ..jinja_analysis import environment
 from ..regex_bounds import RegexTimeout, regex_budget
-from ..sandbox import bounded_or_why
 from ..render import template_error
-from ..response_spec import load_response_spec
+from ..response_spec import LoadedSpec, load_response_spec
+from ..sandbox import bounded_or_why
+from ..tokens.load import TokenizerFiles, cached_load
 from .chat_lints import check_chat_lints
 from .context import CheckContext, Sample, default_cases
 from .engines_matrix import engine_matrix
 from .fitting import fit_cases
-from .jinja_analysis import environment
 from .response_lints import check_response_lints
 from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
 from .streaming import check_streaming
-from ..tokens.checks import check_tokens
-from ..tokens.load import TokenizerFiles, cached_load
+from .tokens import check_tokens
 
 FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
 
@@ -119,28 +119,10 @@ def _run(
     response_text = response_template if isinstance(response_template, str) else json.dumps(response_template, indent=2)
     # A chat template alone (no response template yet) is checked too; what needs one says so.
     chat_only = response_template is None or not response_text.strip()
-    loaded = load_response_spec("{}" if chat_only else response_text)
-    report.diagnostics += [] if chat_only else loaded.diagnostics
-    try:
-        environment(chat_template)  # compiled as transformers compiles it: every compile-time error, placed
-        chat_ok = True
-    except Exception as e:  # noqa: BLE001 - a syntax or compile error: the author's to see, on its token
-        report.diagnostics.append(template_error(e, chat_template))
-        chat_ok = False
-    if not (loaded.ok or chat_only) or not chat_ok:
-        broken = "the chat template" if not chat_ok else "the response template"
-        for family in families:
-            report.checks.append(CheckResult(family, "fail", f"Not run: {broken} has errors (see diagnostics)."))
+    loaded = _loaded_templates(chat_template, response_text, chat_only, families, report)
+    if loaded is None:
         return report
-
-    if isinstance(tokenizer, TokenizerFiles):
-        try:
-            built = cached_load(tokenizer)
-            tokenizer = built.tokenizer
-            report.diagnostics += [d for d in built.notes if d.severity == "error"]  # a special token it lacks
-        except ValueError as e:
-            report.diagnostics.append(Diagnostic("error", f"The tokenizer could not be loaded: {e}", "tokenizer"))
-            tokenizer = None
+    tokenizer = _tokenizer(tokenizer, report)
     ctx = CheckContext(
         chat_template=chat_template,
         response_text=response_text,
@@ -156,19 +138,66 @@ def _run(
         random_splits=random_splits,
         seed=seed,
     )
-    cases = list(cases or [])
+    _cases_and_samples(ctx, list(cases or []), recordings or [], runs or [], report)
+    if chat_only:
+        _chat_template_only(ctx, families, report)
+    else:
+        _with_response_template(ctx, families, report)
+    mark_intended(report, ctx.documented)
+    return report
+
+
+def _loaded_templates(chat_template: str, response_text: str, chat_only: bool, families: list[str],
+                      report: CheckReport) -> LoadedSpec | None:  # fmt: skip
+    """The response template loaded, and the chat template compiled as transformers compiles it
+    (every compile-time error placed), their problems on `report`; None when either has errors, and
+    then every family says it was not run."""
+    loaded = load_response_spec("{}" if chat_only else response_text)
+    report.diagnostics += [] if chat_only else loaded.diagnostics
+    try:
+        environment(chat_template)  # compiled as transformers compiles it: every compile-time error, placed
+        chat_ok = True
+    except Exception as e:  # noqa: BLE001 - a syntax or compile error: the author's to see, on its token
+        report.diagnostics.append(template_error(e, chat_template))
+        chat_ok = False
+    if (loaded.ok or chat_only) and chat_ok:
+        return loaded
+    broken = "the chat template" if not chat_ok else "the response template"
+    for family in families:
+        report.checks.append(CheckResult(family, "fail", f"Not run: {broken} has errors (see diagnostics)."))
+    return None
+
+
+def _tokenizer(tokenizer: Any, report: CheckReport) -> Any:
+    """The tokenizer the token checks use: `TokenizerFiles` built (once, cached), with a special token
+    it lacks on `report`; None when they do not build."""
+    if not isinstance(tokenizer, TokenizerFiles):
+        return tokenizer
+    try:
+        built = cached_load(tokenizer)
+    except ValueError as e:
+        report.diagnostics.append(Diagnostic("error", f"The tokenizer could not be loaded: {e}", "tokenizer"))
+        return None
+    report.diagnostics += [d for d in built.notes if d.severity == "error"]  # a special token it lacks
+    return built.tokenizer
+
+
+def _cases_and_samples(ctx: CheckContext, cases: list[Case], recordings: Iterable[Recording],
+                       runs: Iterable[Sample | tuple[Case, str]], report: CheckReport) -> None:  # fmt: skip
+    """What the checks run on: the author's cases (those of a shape rendering needs), or built-in
+    conversations fitted to what the chat template requires; and the recordings and runs as samples."""
     ctx.cases = [c for c in cases if _valid_case(c, report.diagnostics)] if cases else default_cases(ctx.fields)
     ctx.default_cases = not cases
     if ctx.default_cases:
         # Built-in conversations must not make a correct template fail: adapt them to what it requires.
         ctx.cases, fitted = _guarded_pair("template.requires", lambda: fit_cases(ctx, ctx.cases), ctx.cases)
         report.checks += fitted
-    ctx.samples = _samples(ctx.cases, recordings or [], runs or [], report.diagnostics)
-    if chat_only:
-        _chat_template_only(ctx, families, report)
-        mark_intended(report, ctx.documented)
-        return report
+    ctx.samples = _samples(ctx.cases, recordings, runs, report.diagnostics)
 
+
+def _with_response_template(ctx: CheckContext, families: list[str], report: CheckReport) -> None:
+    """Every family asked for, on the samples (or, without any, the assistant turns the chat template
+    writes), each check guarded so that one crashing cannot hide the others."""
     try:
         turns, problems = assistant_turns(ctx)
     except Exception as e:  # noqa: BLE001 - see _guarded
@@ -195,13 +224,16 @@ def _run(
         report.checks += engine_results
     if "tokens" in families:
         report.checks += _guarded("tokens", lambda: check_tokens(ctx, outputs))
+    _name_the_built_in_cases(ctx, report)
+
+
+def _name_the_built_in_cases(ctx: CheckContext, report: CheckReport) -> None:
+    """A result about a built-in conversation names them, and says to give cases of one's own."""
     if ctx.default_cases and ctx.cases:
         names = ", ".join(repr(c.name) for c in ctx.cases)
         for result in report.checks:
             if result.subject and result.subject.startswith(("case", "rendered turn")):
                 result.details += f"\n(built-in case{'s' if len(ctx.cases) > 1 else ''} {names}: give cases of your own to check with them)"
-    mark_intended(report, ctx.documented)
-    return report
 
 
 NEEDS_RESPONSE_TEMPLATE = (

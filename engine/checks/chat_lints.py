@@ -7,12 +7,12 @@ what actually happens to the prompt, not what the source looks like."""
 
 from __future__ import annotations
 
+from ..jinja_analysis import block_tag_name, lex, normalise_newlines
 from ..text import short
 from ..transformers_compat import REASONING_FIELDS
 from .context import CheckContext
 from .history_calls import NAME as HISTORY_CALLS
 from .history_calls import history_calls
-from .jinja_analysis import block_tag_name, lex, normalise_newlines
 from .portability import printed_structures, python_literals, python_methods
 from .results import CheckResult, Location
 

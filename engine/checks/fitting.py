@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import combinations, cycle
@@ -18,6 +17,7 @@ from itertools import combinations, cycle
 from ..cases import Case
 from ..content_parts import as_parts, drops_string_text
 from ..diagnostics import Diagnostic
+from ..error_place import undefined_name
 from ..render import REFUSAL, special_token_advice
 from .context import CheckContext, parts_case
 from .results import CheckResult, Location
@@ -204,13 +204,13 @@ def _nothing_fits(problems: list[Diagnostic]) -> CheckResult:
     that fails on them with another error of its own code (a filter transformers does not have, a
     type error) fails with apply_chat_template too, on the plainest exchange: a failure, at its place."""
     bug = next((p for p in problems if p.severity == "error" and not p.message.startswith(REFUSAL)), None)
-    unpassed = UNDEFINED_NAME.search(bug.message) if bug is not None else None
+    unpassed = undefined_name(bug.message) if bug is not None else None
     if bug is not None and unpassed is None:
         where = Location("chat_template", bug.line, bug.column) if bug.source == "chat_template" and bug.line else None
         return CheckResult("template.renders", "fail", f"No built-in conversation renders, not even a plain exchange: "
                            f"{bug.message}", where)  # fmt: skip
     if unpassed is not None:
-        name = unpassed.group(1)
+        name = unpassed
         give = special_token_advice(name) or (f"If it is a template kwarg, give it (--template-kwargs "
                                               f"'{{\"{name}\": …}}'); if it is a typo, fix it.")
         return CheckResult(NAME, "warn", f"No built-in conversation renders: the chat template reads `{name}`, which "
@@ -219,6 +219,3 @@ def _nothing_fits(problems: list[Diagnostic]) -> CheckResult:
     return CheckResult(NAME, "warn", "No built-in conversation fits this chat template (it refuses each of them, "
                        "even adapted), so the other checks had nothing to check. Give cases of your own (--cases).")
 
-
-# A top-level name read and never passed (not a key missing from a message: "has no attribute").
-UNDEFINED_NAME = re.compile(r"'(\w+)' is undefined")

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import textwrap
 
+from ..jinja_analysis import lex
+from ..reading.match import history_disagreement
+from ..reading.probes import ARGUMENTS, CALL_IDS, CALL_NAMES
 from .context import CheckContext
-from .jinja_analysis import lex
 from .results import CheckResult, Location
 from .template_fields import analyse_fields
 
@@ -22,8 +24,6 @@ _MIN_PIECE = 4
 def history_calls(ctx: CheckContext) -> list[CheckResult]:
     """A failure when the history's calls do not parse with the library format the instructions
     describe; nothing when they agree or the instructions describe no library format."""
-    from ..draft.match import history_disagreement  # the draft reads checks: imported when run
-
     found = history_disagreement(ctx.chat_template, ctx.special_tokens, ctx.template_kwargs, ctx.stop_tokens)
     if found is None:
         return []
@@ -79,8 +79,6 @@ def history_line(source: str, history: str) -> int | None:
 def _literal_pieces(history: str) -> list[str]:
     """The call's text cut at the probe's name and argument values (what the template prints from the
     message), leaving the text the template writes itself."""
-    from ..draft.probes import ARGUMENTS, CALL_IDS, CALL_NAMES
-
     cuts = [*CALL_NAMES, *CALL_IDS]
     for arguments in ARGUMENTS:
         cuts += [k for k in arguments] + [str(v) for v in arguments.values() if not isinstance(v, (dict, list))]

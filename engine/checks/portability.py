@@ -10,9 +10,9 @@ from typing import Any
 
 from jinja2 import nodes
 
+from ..jinja_analysis import TokenIndex, describe_node, environment, lex, parse
 from ..transformers_compat import plain_data
 from .context import CheckContext
-from .jinja_analysis import TokenIndex, describe_node, environment, lex, parse
 from .probes import Probe, describe, run_probes
 from .results import CheckResult, Location
 

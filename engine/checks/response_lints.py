@@ -9,12 +9,12 @@ from typing import Any
 from transformers.utils.chat_parsing import parse_response
 
 from ..diagnostics import line_col
+from ..regex_portability import scan, spec_patterns, string_offsets, value_start
 from ..response_spec import key_offsets
 from ..trace import Trace
 from ..transformers_compat import TRANSFORM_PLACEHOLDER
 from .context import CheckContext
 from .overlap import overlapping_literals
-from .regex_portability import scan, spec_patterns, string_offsets, value_start
 from .results import CheckResult, Location
 
 # Names people give the reasoning field; the ecosystem (OpenAI-compatible servers, chat templates)

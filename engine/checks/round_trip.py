@@ -14,7 +14,7 @@ from typing import Any
 
 from transformers.utils.chat_parsing import parse_response
 
-from ..cases import Case
+from ..cases import Case, compare_messages, is_missing, normalise_message
 from ..transformers_compat import REASONING_FIELDS
 from ..text import indent_error, short
 from .context import CheckContext, Sample
@@ -168,8 +168,8 @@ def _compare_turn(ctx: CheckContext, turn: Turn) -> tuple[list[str], list[str], 
         if name in renamed.values():
             continue  # reported with the field it was renamed from
         documented = next((ctx.documented[n] for n in (name, renamed.get(name)) if n in ctx.documented), None)
-        why = f"documented: {documented}" if documented is not None else dropped.get(name) if _missing(got) and name not in renamed else None
-        if why is None and _missing(got) and name not in renamed and _not_rendered_here(ctx, turn, name):
+        why = f"documented: {documented}" if documented is not None else dropped.get(name) if is_missing(got) and name not in renamed else None
+        if why is None and is_missing(got) and name not in renamed and _not_rendered_here(ctx, turn, name):
             why = f"the chat template does not render `{name}` in this turn: the prompt is the same without it"
         if name in renamed:
             lines.append(f"{head}: `{name}` comes back as `{renamed[name]}`" + (f" ({why})." if why else "."))
@@ -227,57 +227,6 @@ def _renames(differences: list[tuple[str, Any, Any]]) -> dict[str, str]:
         if match is not None:
             out[name] = match
     return out
-
-
-def normalise_message(message: dict) -> dict[str, Any]:
-    """A message in the form both sides are compared in. Each rule removes a difference that is not
-    a difference to the model: None values (transformers drops them before rendering), reasoning under
-    an older name (transformers aliases it), text as a list of text blocks, surrounding whitespace
-    (the text parser strips by default, and templates trim), tool-call arguments as a JSON string vs
-    an object, and tool-call `type`/`id` (rendered by few templates). `role` is not compared."""
-    out: dict[str, Any] = {}
-    for key, value in message.items():
-        if key == "role" or _missing(value):
-            continue
-        if key in REASONING_FIELDS:
-            key = "reasoning_content"
-            if key in out:
-                continue
-        if key == "content" and isinstance(value, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in value):
-            value = "".join(str(b.get("text", "")) for b in value)
-        if key == "tool_calls" and isinstance(value, list):
-            value = [_tool_call(call) for call in value]
-        if isinstance(value, str):
-            value = value.strip()
-            if not value:
-                continue
-        out[key] = value
-    return out
-
-
-def _tool_call(call: Any) -> Any:
-    if not isinstance(call, dict):
-        return call
-    function = call.get("function", call)
-    if not isinstance(function, dict):
-        return call
-    arguments = function.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except ValueError:
-            pass
-    return {"name": function.get("name"), "arguments": arguments}
-
-
-def compare_messages(original: dict, parsed: dict) -> list[tuple[str, Any, Any]]:
-    """(field, original value, parsed value) for each field that differs; None stands for missing."""
-    a, b = normalise_message(original), normalise_message(parsed)
-    return [(k, a.get(k), b.get(k)) for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
-
-
-def _missing(value: Any) -> bool:
-    return value is None or (isinstance(value, (str, list, dict)) and not value)
 
 
 def _show(value: Any) -> str:

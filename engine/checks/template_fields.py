@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 
 from jinja2 import nodes
 
+from ..jinja_analysis import TokenIndex, lex, parse
 from ..transformers_compat import REASONING_FIELDS, template_variables
-from .jinja_analysis import TokenIndex, lex, parse
 
 # Filters that keep a list of messages a list of messages, and those that pick one message out of it.
 _LIST_FILTERS = frozenset({"reverse", "list", "selectattr", "rejectattr", "sort", "unique"})

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..checks.regex_portability import value_start
+from ..regex_portability import value_start
 from ..diagnostics import Diagnostic, line_col
 from ..hub.files import CHAT_TEMPLATE_DIR, CHAT_TEMPLATE_FILE, TOKENIZER_CONFIG, special_tokens_of
 from ..hub.load import load_folder

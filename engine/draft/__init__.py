@@ -1,11 +1,11 @@
 """Draft a response template from a chat template.
 
 The chat template already says how an assistant turn looks: it renders the reasoning, tool calls
-and content of assistant messages in history. The draft probes it with messages carrying a unique
-sentinel in each field (engine.draft.probes), finds where each went (locate), reads the delimiters
-around them (delimiters, build) and verifies the result by parsing every probe back with
-transformers and running the round-trip and streaming checks (verify). It never invents: a field
-the template does not show is left out, with why and what the author can do.
+and content of assistant messages in history. The draft reads it (engine.reading: probes carrying
+a unique sentinel in each field, where each went, the delimiters around them, the format library),
+verifies the result by parsing every probe back with transformers and running the round-trip and
+streaming checks (verify), and reports each field. It never invents: a field the template does not
+show is left out, with why and what the author can do.
 
     draft = draft_response_template(chat_template, special_tokens={"eos_token": "<|im_end|>"})
     draft.response_template   # the spec (dict), or None when no field could be drafted
@@ -21,18 +21,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..checks import CheckResult
-from ..checks.fitting import UNDEFINED_NAME
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
+from ..error_place import undefined_name
 from ..render import special_token_advice
 from ..sandbox import bounded_or_why
-from .build import build
-from .locate import locate
-from .library import candidates
-from .match import Choice, Disagreement, Match, choose, history_limits
-from .probes import FIELDS, Failure, Turn, render_turns
-from .told import what_is_told
-from .verify import Outcome, outcomes_of, probe_cases, run_probe_checks
+from ..reading.build import build
+from ..reading.library import Candidate, candidates
+from ..reading.locate import locate
+from ..reading.match import Choice, Disagreement, Match, choose, history_limits
+from ..reading.outcomes import Outcome, outcomes_of
+from ..reading.probes import FIELDS, Failure, Turn, render_turns
+from ..reading.told import what_is_told
+from .verify import probe_cases, run_probe_checks
 
 __all__ = ["Draft", "FieldReport", "draft_response_template"]
 
@@ -129,15 +130,51 @@ def draft_response_template(
     turns, failures = render_turns(chat_template, special_tokens, dict(template_kwargs or {}), stops)
     draft = Draft(None, probes=len(turns) + len(failures))
     if not turns:
-        first = failures[0].message if failures else "no probe"
-        unpassed = UNDEFINED_NAME.search(first)
-        draft.diagnostics.append(Diagnostic(
-            "error", f"The chat template renders none of the probe conversations: {first}", "chat_template",
-            hint=(special_token_advice(unpassed.group(1)) if unpassed else None) or "Fix the chat template first (its editor shows where).",
-        ))  # fmt: skip
-        draft.fields = [FieldReport(name, "not_inferable", "The chat template does not render.") for name in FIELDS]
+        _renders_no_probe(draft, failures)
         draft.seconds = time.perf_counter() - started
         return draft
+    missing, lost = _locate(turns)
+    draft.diagnostics += _prefill_notes(turns)
+    built = build([t for t in turns if t.probe.primary], missing, stops)
+    outcomes = outcomes_of(built.spec, turns, built.left_out)
+    choice = _library_choice(built, turns, failures, outcomes)
+    taken = choice.candidate.taken if choice.candidate else ()
+    history_left_out = dict(built.left_out)
+    # When the history writes calls unlike the instructions, its turns with calls do not parse with
+    # what the model is told: they say nothing about the other fields, and cannot round-trip.
+    checked = [t for t in turns if choice.disagreement is None or not t.probe.message.get("tool_calls")]
+    round_trips = [t for t in checked if choice.disagreement is None or not any(m.get("tool_calls") for m in t.messages)]
+    if choice.candidate is not None:
+        outcomes = _take(built, choice.candidate, checked)
+    draft.response_template = built.spec
+    draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
+    draft.fields = [
+        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, []), turns, (documented or {}).get(name))
+        if name in taken
+        else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
+        for name in FIELDS
+    ]
+    documented = _note_calls(draft, choice, taken, documented)
+    if built.spec and checks:
+        _check_on_probes(draft, chat_template, built.spec, round_trips, special_tokens, stops, documented)
+    draft.seconds = time.perf_counter() - started
+    return draft
+
+
+def _renders_no_probe(draft: Draft, failures: list[Failure]) -> None:
+    """The draft of a chat template that renders none of the probe conversations: why, and what to give."""
+    first = failures[0].message if failures else "no probe"
+    unpassed = undefined_name(first)
+    draft.diagnostics.append(Diagnostic(
+        "error", f"The chat template renders none of the probe conversations: {first}", "chat_template",
+        hint=(special_token_advice(unpassed) if unpassed else None) or "Fix the chat template first (its editor shows where).",
+    ))  # fmt: skip
+    draft.fields = [FieldReport(name, "not_inferable", "The chat template does not render.") for name in FIELDS]
+
+
+def _locate(turns: list[Turn]) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """Where each field went in each turn (set on the turn); why a field is missing from one; and, by
+    field, the probes whose turn writes only some of its message's calls."""
     missing: dict[str, str] = {}
     lost: dict[str, list[str]] = {}
     for turn in turns:
@@ -147,38 +184,40 @@ def draft_response_template(
             missing.setdefault(name, why)
         if located.lost_calls and len(located.lost_calls) < len(turn.probe.message.get("tool_calls", [])):
             lost.setdefault("tool_calls", []).append(turn.probe.label)
-    for prefilled in dict.fromkeys(t.prefilled for t in turns if t.prefilled):
-        draft.diagnostics.append(Diagnostic(
-            "info", f"The generation prompt ends with {prefilled!r}, which the chat template leaves out when it "
-            "renders the reply into history: the draft reads each turn as the history writes it.",
-            "chat_template", hint="A model writes after that text, so its output starts inside whatever it opens.",
-        ))  # fmt: skip
-    primary = [t for t in turns if t.probe.primary]
-    built = build(primary, missing, stops)
-    outcomes = outcomes_of(built.spec, turns, built.left_out)
-    # What the model is told (tool instructions, generation prompts) and the library's formats.
+    return missing, lost
+
+
+def _prefill_notes(turns: list[Turn]) -> list[Diagnostic]:
+    """A generation prompt that ends with text the history leaves out: the draft reads the history."""
+    return [Diagnostic(
+        "info", f"The generation prompt ends with {prefilled!r}, which the chat template leaves out when it "
+        "renders the reply into history: the draft reads each turn as the history writes it.",
+        "chat_template", hint="A model writes after that text, so its output starts inside whatever it opens.",
+    ) for prefilled in dict.fromkeys(t.prefilled for t in turns if t.prefilled)]  # fmt: skip
+
+
+def _library_choice(built: Any, turns: list[Turn], failures: list[Failure], outcomes: list[Outcome]) -> Choice:
+    """Which library format the draft takes its calls from, if any: from what the model is told (tool
+    instructions, generation prompts) and whether the history's own calls parse back (`outcomes`)."""
     told = what_is_told(turns, failures)
     history_calls = "tool_calls" in (built.spec or {}).get("fields", {}) and not any("tool_calls" in o.failed for o in outcomes)
-    choice = choose(candidates(built.spec, built.implicit, turns, told, outcomes), history_calls, turns)
-    taken = choice.candidate.taken if choice.candidate else ()
-    history_left_out = dict(built.left_out)
-    # When the history writes calls unlike the instructions, its turns with calls do not parse with
-    # what the model is told: they say nothing about the other fields, and cannot round-trip.
-    checked = [t for t in turns if choice.disagreement is None or not t.probe.message.get("tool_calls")]
-    round_trips = [t for t in checked if choice.disagreement is None or not any(m.get("tool_calls") for m in t.messages)]
-    if choice.candidate is not None:
-        built.spec = choice.candidate.spec
-        for name in taken:
-            built.left_out.pop(name, None)
-        outcomes = outcomes_of(built.spec, checked, built.left_out)
-    draft.response_template = built.spec
-    draft.format, draft.disagreement, draft.limits = choice.match, choice.disagreement, list(choice.limits)
-    draft.fields = [
-        library_report(name, choice, history_left_out.get(name), failures, lost.get(name, []), turns, (documented or {}).get(name))
-        if name in taken
-        else _field_report(name, built, turns, failures, outcomes, lost, chat_template, (documented or {}).get(name))
-        for name in FIELDS
-    ]
+    return choose(candidates(built.spec, built.implicit, turns, told, outcomes), history_calls, turns)
+
+
+def _take(built: Any, candidate: Candidate, checked: list[Turn]) -> list[Outcome]:
+    """The library candidate's spec in the draft (the fields it takes no longer left out), and the
+    `checked` turns parsed back with it."""
+    built.spec = candidate.spec
+    for name in candidate.taken:
+        built.left_out.pop(name, None)
+    return outcomes_of(built.spec, checked, built.left_out)
+
+
+def _note_calls(draft: Draft, choice: Choice, taken: tuple[str, ...], documented: dict[str, str] | None,
+                ) -> dict[str, str] | None:  # fmt: skip
+    """The notes on the calls (formats seen but not verified, the limits of the spec behind what the
+    draft says) and, when the history writes calls unlike the instructions, a note on every other
+    field; the differences the checks then take as documented (that one among them)."""
     calls = draft.report("tool_calls")
     assert calls is not None
     if choice.notes:
@@ -192,15 +231,19 @@ def draft_response_template(
             if report.field not in taken and report.shown:
                 report.notes.append("probes with calls are not counted (nor checked): the history's calls are not what "
                                     "the model is told")
-    if built.spec and checks:
-        unverified = {f.field: f.message for f in draft.fields if f.status != "verified"}
-        try:
-            draft.checks = run_probe_checks(chat_template, built.spec, probe_cases(round_trips, set(built.spec["fields"])), special_tokens,
-                                            stops, {**unverified, **(documented or {})})  # fmt: skip
-        except Exception as e:  # noqa: BLE001 - the draft stands without its checks; say why
-            draft.diagnostics.append(Diagnostic("warning", f"The checks could not run on the draft: {e}", "response_template"))
-    draft.seconds = time.perf_counter() - started
-    return draft
+    return documented
+
+
+def _check_on_probes(draft: Draft, chat_template: str | dict, spec: dict, round_trips: list[Turn], special_tokens: dict,
+                     stops: list[str], documented: dict[str, str] | None) -> None:  # fmt: skip
+    """The round-trip and streaming checks of the draft on the probe conversations, a field not
+    verified taken as intended; the draft stands without them when they cannot run (saying why)."""
+    unverified = {f.field: f.message for f in draft.fields if f.status != "verified"}
+    try:
+        draft.checks = run_probe_checks(chat_template, spec, probe_cases(round_trips, set(spec["fields"])), special_tokens,
+                                        stops, {**unverified, **(documented or {})})  # fmt: skip
+    except Exception as e:  # noqa: BLE001 - the draft stands without its checks; say why
+        draft.diagnostics.append(Diagnostic("warning", f"The checks could not run on the draft: {e}", "response_template"))
 
 
 def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failure], outcomes: list[Outcome],

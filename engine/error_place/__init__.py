@@ -13,7 +13,8 @@ on the line and the columns of the token the author has to look at (`Place`):
   that caused it, found by generating the code again with each node's lines recorded;
 - a **runtime error** (`runtime.py`) on the node that failed, found by rendering again with the
   nodes on the failing line instrumented: the node being evaluated when the error was raised, or,
-  for an undefined value, the read that produced it.
+  for an undefined value, the read that produced it (`undefined_read`: the one reading of what
+  Jinja's message names, for every caller).
 
 A node's columns are those of its anchor token (`anchors.py`): `.attr`, `['key']`, a name,
 `|filter`, `is test`, a tag's keyword (`break`, `for`), a keyword argument's name.
@@ -21,7 +22,14 @@ A node's columns are those of its anchor token (`anchors.py`): `.attr`, `['key']
 
 from .anchors import Place
 from .compile import compile_error_place
-from .runtime import runtime_error_place
+from .runtime import runtime_error_place, undefined_name, undefined_read
 from .syntax import syntax_error_place
 
-__all__ = ["Place", "compile_error_place", "runtime_error_place", "syntax_error_place"]
+__all__ = [
+    "Place",
+    "compile_error_place",
+    "runtime_error_place",
+    "syntax_error_place",
+    "undefined_name",
+    "undefined_read",
+]

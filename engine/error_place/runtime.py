@@ -13,6 +13,25 @@ from jinja2.visitor import NodeTransformer
 
 from .anchors import Anchors
 
+# What Jinja's UndefinedError says: `'name' is undefined` (a name nobody passed) or `'dict object' has
+# no attribute 'key'` (a key a value lacks). The one reading of it: the render's hint, the error's
+# place, and the advice of the checks and the draft all go through `undefined_read`.
+UNDEFINED = re.compile(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')")
+
+
+def undefined_read(message: str) -> tuple[str, str | None] | None:
+    """What an undefined-value message names: (the name, None) for a name never passed, (the value,
+    the key) for a key a value lacks; None when it names neither."""
+    found = UNDEFINED.search(message)
+    return (found.group(1), found.group(2)) if found else None
+
+
+def undefined_name(message: str) -> str | None:
+    """The top-level name a message says was read and never passed (not a key a value lacks)."""
+    read = undefined_read(message)
+    return read[0] if read is not None and read[1] is None and read[0].isidentifier() else None
+
+
 # Expression nodes that can fail, and so are instrumented on the failing line.
 _WATCHED = (nodes.Getattr, nodes.Getitem, nodes.Name, nodes.Call, nodes.Filter, nodes.Test, nodes.BinExpr,
             nodes.UnaryExpr, nodes.Concat, nodes.Compare, nodes.CondExpr, nodes.List, nodes.Dict, nodes.Tuple)  # fmt: skip
@@ -91,8 +110,8 @@ def _pick(error: Exception, watched: list[nodes.Node], stack: list[int], left: l
             if isinstance(node, nodes.Call) and isinstance(node.node, nodes.Name) and node.node.name == "raise_exception":
                 return columns.of(node)
     if isinstance(error, jinja2.UndefinedError):
-        name = re.search(r"'([^']+)' (?:is undefined|has no attribute '([^']+)')", str(error))
-        needle = (name.group(2) or name.group(1)) if name else None
+        read = undefined_read(str(error))
+        needle = (read[1] or read[0]) if read else None
         for k, undefined in reversed(left):
             if undefined and needle is not None and _reads(watched[k], needle):
                 return columns.of(watched[k])

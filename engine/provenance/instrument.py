@@ -30,7 +30,7 @@ from jinja2 import nodes
 from jinja2.lexer import TokenStream
 from jinja2.parser import Parser
 
-from ..checks.jinja_analysis import Token, lex, normalise_newlines
+from ..jinja_analysis import Token, lex, normalise_newlines
 from ..transformers_compat import compile_template
 from .macros import is_generation, transparent_macros
 from .markers import (AT_NAME, CTX_NAME, END, FILTERS, GLOBALS, HIDDEN_PREFIX, MARK_NAME, MARK_TEXT_NAME,

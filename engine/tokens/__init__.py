@@ -1,6 +1,6 @@
-"""Tokens: a session's tokenizer, the prompt as token ids (the token view), and the checks only
+"""Tokens: a session's tokenizer and the prompt as token ids (the token view). The checks only
 tokens reveal (double BOS, special-looking text that is not one special token, stop tokens,
-training masks, delimiters across token boundaries).
+training masks, delimiters across token boundaries) are `engine.checks.tokens`.
 
     loaded, problems = load_tokenizer_uploads({"tokenizer.json": data})   # or _repo, _path, from_model
     view = prompt_tokens(loaded.files, prompt, result.generation_spans, generation_start, timeout=10)

@@ -58,3 +58,10 @@ def open_app(page: Page, url: str) -> None:
 def screenshot(page: Page, name: str) -> None:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here drives Chromium: marked `browser` (the fast loop leaves them out)."""
+    for item in items:
+        if Path(item.path).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.browser)

@@ -21,9 +21,9 @@ import re
 from typing import Any
 
 from ..text import GENERIC_SPECIAL_TOKEN, SPECIAL_TOKEN, visible
+from ..tokens.view import added_special_tokens, special_ids
 from ..transformers_compat import template_literal_text
-from ..checks.results import CheckResult, Location
-from .view import added_special_tokens, special_ids
+from .results import CheckResult, Location
 
 _SPECIAL = re.compile(SPECIAL_TOKEN)
 _GENERIC = re.compile(GENERIC_SPECIAL_TOKEN)

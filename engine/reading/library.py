@@ -18,12 +18,12 @@ import regex
 from transformers.utils.chat_parsing import parse_response
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
-from ..checks.round_trip import normalise_message
+from ..cases import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
 from .text import MARKUP
 from .told import Example, Told, call_example, call_open
-from .verify import Outcome, expected_message
+from .outcomes import Outcome, expected_message
 
 # Literal pieces shorter than this say nothing about a format (`{`, `">`).
 _MIN_PIECE = 3
@@ -169,7 +169,7 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
                 else:
                     return None
     if implicit is not None and implicit in fields:
-        # Text around the calls comes in several stretches: join them (see engine.draft.build).
+        # Text around the calls comes in several stretches: join them (see engine.reading.build).
         fields[implicit].update({"repeats": True, "join": ""})
         close = fields[implicit].get("close")
         ours = [close] if isinstance(close, str) else list(close or [])
@@ -223,7 +223,7 @@ def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | N
 
 def _before(anchor: str | list[str], opens: list[str]) -> str | list[str]:
     """The start anchor(s) cut before a field's open: a generation prompt that prefills an empty
-    reasoning block starts the turn where the block opens (engine.draft.delimiters.start_anchor)."""
+    reasoning block starts the turn where the block opens (engine.reading.delimiters.start_anchor)."""
     anchors = [anchor] if isinstance(anchor, str) else list(anchor)
     cut = []
     for text in anchors:

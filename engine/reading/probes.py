@@ -116,7 +116,7 @@ class Turn:
     adapted: str | None = None
     # What the generation prompt prefills that the history leaves out (the turn is read without it).
     prefilled: str = ""
-    spans: list = field(default_factory=list)  # located fields (engine.draft.locate.Span)
+    spans: list = field(default_factory=list)  # located fields (engine.reading.locate.Span)
 
     @property
     def message(self) -> dict:

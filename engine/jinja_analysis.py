@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 import jinja2
 from jinja2 import nodes
 
-from ..transformers_compat import compile_template
+from .transformers_compat import compile_template
 
 
 class Token(NamedTuple):

@@ -141,7 +141,7 @@ def history_disagreement(chat_template: str | dict, special_tokens: dict, templa
     from .locate import locate
     from .probes import render_turns
     from .told import what_is_told
-    from .verify import outcomes_of
+    from .outcomes import outcomes_of
 
     turns, failures = render_turns(chat_template, special_tokens, template_kwargs, stop_tokens,
                                    select=lambda p: p.context.name == "tools offered" and p.name in ("content", "a call", "two calls"))  # fmt: skip

@@ -78,7 +78,7 @@ def build(turns: list[Turn], missing: dict[str, str], stop_tokens: list[str]) ->
         built.calls = call_shape(found["tool_calls"], built.notes["tool_calls"], built.left_out)
         built.notes["tool_calls"] += notes_for(built.calls) if built.calls else []
     # The shortest close (up to the first markup token): text after it that the implicit field would
-    # take is attached later (engine.draft.leftovers).
+    # take is attached later (engine.reading.leftovers).
     commons = {name: shortest_close(c) if (c := common_close(found[name])) else None for name in found}
     for name in found:
         if name in built.left_out:

@@ -16,7 +16,8 @@ import gradio as gr
 
 from engine.diagnostics import Diagnostic
 from engine import limits
-from engine.hub import local_token, plan_publish, publish, templates_zip
+from engine.hub import local_token
+from engine.publish import plan_publish, publish, templates_zip
 from engine.public import policy
 
 from .behaviour_view import behaviour_html, build_behaviour_section, session_suite

@@ -243,9 +243,9 @@ def test_diff_runs_as_a_real_process(tmp_path):
 
 
 def test_the_pull_request_description_says_what_changes_for_the_model(monkeypatch):
-    from engine.hub import plan_publish, publish
+    from engine.publish import plan_publish, publish
 
-    publishing = importlib.import_module("engine.hub.publish")  # (the package's `publish` is the function)
+    publishing = importlib.import_module("engine.publish")
 
     token, repo = "hf_behaviour_diff_token_0123456789", "author/tiny-chat"
     config = json.dumps({"eos_token": "<|im_end|>", "response_template": RESPONSE}, indent=2).encode()

@@ -23,7 +23,8 @@ from transformers import AutoTokenizer, PreTrainedTokenizerFast
 from engine import presets
 from engine.cli import main
 from engine.diagnostics import Diagnostic
-from engine.hub import build_files, config_bytes, load_folder, load_templates, plan_publish, publish, redact
+from engine.hub import build_files, config_bytes, load_folder, load_templates, redact
+from engine.publish import plan_publish, publish
 from tests.fake_hub import FakeHub, no_ambient_credentials  # noqa: F401 - an autouse fixture
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from engine.hub import load_templates, local_token, plan_publish
+from engine.hub import load_templates, local_token
+from engine.publish import plan_publish
 from engine.public import is_public_address, policy
 from engine.runners import RemoteRunner, RunnerError
 from tests.local_http import COMPLETION, Local

@@ -13,7 +13,8 @@ import sys
 from pathlib import Path
 
 from ..behaviour import Suite
-from ..hub import local_token, plan_publish, publish
+from ..hub import local_token
+from ..publish import plan_publish, publish
 from ..presets import load_preset
 from ..workspace import Workspace
 from . import UsageError, print_diagnostics, read_text

@@ -1,6 +1,6 @@
-"""Hub I/O: load a model's templates from a repo or folder, and publish edited ones as a pull request.
-
-The Publish tab is a thin layer over these calls:
+"""Hub I/O: which files a repo, a folder or an upload holds, and the files `save_pretrained` writes.
+Publishing them as a pull request is `engine.publish` (it also says what changes for the model,
+which needs the layers above this one). The Publish tab is a thin layer over these calls:
 
     base = load_templates("owner/model", revision)            # what the editors start from
     plan = plan_publish("owner/model", chat, response, token=t)  # files save_pretrained writes + diff
@@ -21,18 +21,15 @@ from .files import (
     zip_files,
 )
 from .load import HubTemplates, hub_endpoint, load_folder, load_repo, load_templates, local_token
-from .publish import PublishPlan, default_message, plan_publish, publish, templates_zip
 from .uploads import read_uploads
 
 __all__ = [
     "BuiltFiles",
     "FileChange",
     "HubTemplates",
-    "PublishPlan",
     "TemplatesFound",
     "build_files",
     "config_bytes",
-    "default_message",
     "diff_files",
     "hub_endpoint",
     "hub_error",
@@ -40,11 +37,8 @@ __all__ = [
     "load_repo",
     "load_templates",
     "local_token",
-    "plan_publish",
-    "publish",
     "read_templates",
     "read_uploads",
     "redact",
-    "templates_zip",
     "zip_files",
 ]

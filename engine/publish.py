@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi
 from huggingface_hub.errors import HfHubHTTPError
 
-from .. import limits
-from ..behaviour import BehaviourDiff, Suite, Version, compare_bounded
-from ..behaviour.report import markdown_report
-from ..diagnostics import Diagnostic
-from ..sandbox import bounded_or_why
-from .errors import hub_error, redact
-from .files import (
+from . import limits
+from .behaviour import BehaviourDiff, Suite, Version, compare_bounded
+from .behaviour.report import markdown_report
+from .diagnostics import Diagnostic
+from .sandbox import bounded_or_why
+from .hub.errors import hub_error, redact
+from .hub.files import (
     CHAT_TEMPLATE_FILE,
     LEGACY_CHAT_TEMPLATE_JSON,
     TOKENIZER_CONFIG,
@@ -35,7 +35,7 @@ from .files import (
     diff_files,
     zip_files,
 )
-from .load import HubTemplates, hub_endpoint, load_templates
+from .hub.load import HubTemplates, hub_endpoint, load_templates
 
 APP_NAME = "template playground"
 _COMMIT = re.compile(r"[0-9a-f]{40}")

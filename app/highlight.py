@@ -95,8 +95,10 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
         parts.append(f'<span class="msg">{esc(d.message)}</span>')
         body = " ".join(parts)
         if d.snippet is not None:
-            caret = "\n" + d.caret if d.caret else ""
-            body += f'<pre class="snippet">{esc(d.snippet)}{caret}</pre>'
+            # The caret in a span of its own: a long line scrolls sideways to it (page.js).
+            caret = d.caret
+            marked = f'\n{" " * (len(caret) - len(caret.lstrip()))}<span class="caret">{caret.lstrip()}</span>' if caret else ""
+            body += f'<pre class="snippet">{esc(d.snippet)}{marked}</pre>'
         if d.hint:
             body += f'<div class="hint">{esc(d.hint)}</div>'
         # The editor marks the line, and the token's columns when the diagnostic names them (page.js).

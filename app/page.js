@@ -40,7 +40,47 @@
     const pick = event.target.closest('.editor-switch button');
     if (pick) showEditor(pick.dataset.show);
     if (event.target.closest('#present-toggle')) present(!root.classList.contains('presenting'));
+    // The header's status line: its Undo presses the hidden button of the event; × hides the line.
+    const press = event.target.closest('[data-press]');
+    if (press) { const target = document.getElementById(press.dataset.press); if (target) target.click(); }
+    const close = event.target.closest('.status-close');
+    if (close && close.closest('.status-line')) close.closest('.status-line').remove();
   });
+
+  // ----- panels that open over the page stay inside the window ---------------------------------------
+  // "Load …", "About this format" and the status line's notes open where their button is; near the
+  // right edge they ran off it. Each is shifted back in (CSS `translate`, which the panels' own
+  // transforms leave alone), once per change and when the window is resized.
+  const PANELS = ['#load-accordion > [data-testid="accordion-content"]', '#notes-accordion > [data-testid="accordion-content"]',
+    '.status-more[open] .status-pop'];
+  function keepInView() {
+    for (const el of document.querySelectorAll(PANELS.join(', '))) {
+      el.style.translate = '';
+      const box = el.getBoundingClientRect();
+      if (!box.width) continue;
+      let shift = 0;
+      if (box.right > window.innerWidth - 8) shift = window.innerWidth - 8 - box.right;
+      if (box.left + shift < 8) shift = 8 - box.left;
+      if (shift) el.style.translate = `${Math.round(shift)}px 0`;
+    }
+  }
+  afterChange.push(keepInView);
+  window.addEventListener('resize', keepInView);
+  document.addEventListener('toggle', keepInView, true);
+
+  // ----- a diagnostic's snippet shows its caret ----------------------------------------------------
+  // A long line scrolls sideways (it is not wrapped, so the caret stays under its character): it is
+  // scrolled so the caret is in view, once per snippet drawn.
+  function showCarets() {
+    for (const caret of document.querySelectorAll('.diag .snippet .caret:not([data-shown])')) {
+      const pre = caret.closest('.snippet');
+      caret.dataset.shown = '1';
+      if (!pre.clientWidth) { delete caret.dataset.shown; continue; }  // not drawn yet (a closed panel)
+      const right = caret.offsetLeft + caret.offsetWidth;
+      if (right > pre.scrollLeft + pre.clientWidth - 16) pre.scrollLeft = Math.max(0, right - pre.clientWidth * 0.6);
+    }
+  }
+  afterChange.push(showCarets);
 
   function showEditor(which) {
     const area = document.getElementById('editors-area');

@@ -77,7 +77,9 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     anchor_end = None
     prefix_segments: list = []
     classes: dict[str, str] = {}
-    special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens)
+    # What reads as a special token: the model's own (its added tokens, when its files were loaded),
+    # the named ones and the stop tokens; then the response template's literal delimiters.
+    special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens) | set(workspace.model_tokens)
     fields = ""
     if spec is not None:
         trace = Trace(spec, prompt=prompt, tools=case.tools)

@@ -291,12 +291,21 @@ def output_html(
     out = [prefix]
     pinned = [d for d in errors if d.span is not None]
     badges_left = list(pinned)
+    # The character where a parse stopped is marked on its own (`error-char`), inside its region.
+    stops = {d.offset: d for d in pinned if d.offset is not None}
     for index, seg in enumerate(segments):
         if seg.end <= seg.start:
             continue
         hit = [d for d in pinned if _overlaps(d.span, seg)]  # type: ignore[arg-type]
         title = pending_title(text[seg.start : seg.end], seg.field) if pending_title and seg.kind == "pending" else None
-        piece = segment_html(text[seg.start : seg.end], seg, classes, title)
+        inside = sorted(o for o in stops if seg.start <= o < seg.end)
+        if inside:
+            cuts = sorted({seg.start, seg.end, *inside, *(o + 1 for o in inside)})
+            piece = "".join(
+                f'<span class="error-char" title="{esc(stops[a].message)}">{segment_html(text[a:b], seg, classes, title)}</span>'
+                if a in stops else segment_html(text[a:b], seg, classes, title) for a, b in zip(cuts, cuts[1:]))
+        else:
+            piece = segment_html(text[seg.start : seg.end], seg, classes, title)
         if hit:
             piece = f'<span class="error-span" title="{esc(hit[0].message)}">{piece}</span>'
         out.append(piece)

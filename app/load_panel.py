@@ -44,21 +44,24 @@ def build_load_panel() -> dict[str, Any]:
                 keep_response=keep_response)
 
 
-def status_html(diagnostics: Sequence[Diagnostic], note: str = "", undo: bool = False) -> str:
+def status_html(diagnostics: Sequence[Diagnostic], note: str = "", undo: bool = False, detail: str = "") -> str:
     """The header's status, one line: `note` (HTML; else the first problem's message), Undo, the
-    notes in a panel that opens over the page, and a button that hides the line."""
+    notes in a panel that opens over the page (`detail` first: what a load did, in full), and a
+    button that hides the line."""
     if not note and not diagnostics and not undo:
         return ""
     errors = [d for d in diagnostics if d.severity == "error"]
     line = note or (f"⚠ {esc(shorten(errors[0].message, 140))}" if errors else esc(shorten(diagnostics[0].message, 140)) if diagnostics else "")
-    parts = [f'<span class="status-note">{line}</span>']
+    title = f' title="{esc(detail)}"' if detail else ""
+    parts = [f'<span class="status-note"{title}>{line}</span>']
     if undo:
         parts.append(f'<button class="status-undo" data-press="{UNDO_BUTTON}" title="Bring back the workspace as it was '
                      'before this load">↶ Undo</button>')
-    if diagnostics:
-        count = len(diagnostics)
-        label = f"{count} {'problem' if errors else 'note'}{'s' if count > 1 else ''}"
-        parts.append(f'<details class="status-more"><summary>{label}</summary><div class="status-pop">'
-                     f"{diagnostics_html(diagnostics)}</div></details>")
+    if diagnostics or detail:
+        count = len(diagnostics) + bool(detail)
+        label = "details" if not diagnostics else f"{count} {'problem' if errors else 'note'}{'s' if count > 1 else ''}"
+        said = f'<div class="status-detail">{esc(detail)}</div>' if detail else ""
+        parts.append(f'<details class="status-more"><summary>{label}</summary><div class="status-pop">{said}'
+                     f"{diagnostics_html(diagnostics) if diagnostics else ''}</div></details>")
     parts.append('<button class="status-close" title="Hide this message" aria-label="Hide this message">×</button>')
     return f'<div class="status-line" role="status">{"".join(parts)}</div>'

@@ -45,6 +45,8 @@
     if (press) { const target = document.getElementById(press.dataset.press); if (target) target.click(); }
     const close = event.target.closest('.status-close');
     if (close && close.closest('.status-line')) close.closest('.status-line').remove();
+    // Its notes open over the page: a click anywhere else closes them.
+    for (const open of document.querySelectorAll('.status-more[open]')) if (!open.contains(event.target)) open.open = false;
   });
 
   // ----- panels that open over the page stay inside the window ---------------------------------------
@@ -102,6 +104,7 @@
     } else if (event.key === 'Escape') {
       const stop = document.querySelector('#stop-button');
       if (stop && !stop.disabled) stop.click();  // Esc keeps its other meanings (closing a list)
+      for (const open of document.querySelectorAll('.status-more[open]')) open.open = false;
     }
   }, true);
 

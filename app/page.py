@@ -157,7 +157,8 @@ def code_spans(text: str) -> str:
     return "".join(out) + html.escape(text[cut:])
 
 
-def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
+def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None,
+         detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s. A
     draft under review (and its undo) belonged to the workspace shown before: it goes."""
     session.workspace = workspace
@@ -175,7 +176,7 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         **settings_updates(workspace),
         "legend": legend_html(field_classes(loaded.template.fields)) if loaded.ok else "",
         "notes": notes_html(workspace),
-        "status": status_html(diagnostics or [], note, undo=session.load_undo is not None),
+        "status": status_html(diagnostics or [], note, undo=session.load_undo is not None, detail=detail),
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
         **runs.cleared_run(session),
@@ -187,10 +188,10 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
 
 
 def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
-         diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
+         diagnostics: list[Diagnostic] | None = None, detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
     than a fill and then a second round trip for the prompt."""
-    return {**fill(session, workspace, note, diagnostics), **refreshed(session, show_whitespace)}
+    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
 
 
 def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
@@ -253,8 +254,8 @@ def _loaded(session: Session, start: ModelStart | None, problems: list[Diagnosti
         return {"status": status_html(problems, undo=session.load_undo is not None), **saved}
     session.load_undo = session.workspace.copy()
     tokens.keep_tokenizer_tokens(session, start.workspace)
-    note = f"{done}: {html.escape(start.summary)}." if start.summary else f"{done}."
-    return show(session, start.workspace, show_whitespace, note, problems)
+    summary = f"{start.summary[0].upper()}{start.summary[1:]}." if start.summary else ""
+    return show(session, start.workspace, show_whitespace, f"{done}.", problems, detail=summary)
 
 
 def restore_page(session: Session, boot: str, show_whitespace: bool = False) -> dict[str, Any]:
@@ -462,11 +463,14 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
-    ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)
-    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording"], ["pasted"], **quiet)
+    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **quiet)
+    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **quiet)
     ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
-    ui.on([ui[name].input for name in SETTINGS], save_settings, ["session", *SETTINGS], ["saved_code"],
-          trigger_mode="always_last", **quiet)
+    # A paste is saved when the box's value changes, however it changed: Gradio's `input` comes from a
+    # key press, before a Ctrl+V's text is in the box, and never for a paste from the menu (a reload
+    # then found an older paste).
+    ui.on([*(ui[name].input for name in SETTINGS), ui["pasted"].change], save_settings, ["session", *SETTINGS],
+          ["saved_code"], trigger_mode="always_last", **quiet)
     ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key", "show_whitespace"],
           [*RUN_OUTPUTS, *(name for name in REFRESH_OUTPUTS if name not in RUN_OUTPUTS)], concurrency_limit=16,
           show_progress="hidden")

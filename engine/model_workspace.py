@@ -138,7 +138,6 @@ def _cases(current: Workspace, workspace: Workspace, keep: Keep, timeout: float 
         return
     own = [c for c in current.cases if not current.is_given(c)]
     names = {c.name for c in own}
-    recordings = [r for r in current.recordings if not current.is_given(r) and r.case in names]
     neutral, required = _neutral(workspace, timeout, owner, notes)
     taken = set(names)
     for case in neutral:
@@ -147,17 +146,19 @@ def _cases(current: Workspace, workspace: Workspace, keep: Keep, timeout: float 
             case.name, n = f"{base} {n}", n + 1
         taken.add(case.name)
     workspace.cases = [*neutral, *copy.deepcopy(own)]
+    # The author's recordings stay with their cases; the preset's (another model's outputs) go.
+    recordings = [r for r in current.recordings if not current.is_given(r) and r.case in taken]
     workspace.recordings = copy.deepcopy(recordings)
     workspace.given = [fingerprint(c) for c in neutral]
     workspace.case_name = current.case_name if current.case_name in names else (workspace.cases[0].name if workspace.cases else "")
     gone = [c for c in current.cases if c.name not in names]
     dropped = len(current.recordings) - len(recordings)
-    if gone or dropped:
+    if current.preset and (gone or dropped):
         old = " and ".join(p for p in (gone and _count(len(gone), "case"), dropped and _count(dropped, "recording")) if p)
         said.append(f"{_count(len(neutral), 'neutral case')} {'replaces' if len(neutral) == 1 else 'replace'} "
                     f"{_whose(current)} {old}")
     else:
-        said.append(f"{_count(len(neutral), 'neutral case')} to start with")
+        said.append(f"{_count(len(neutral), 'neutral case')} fitted to this chat template")
     if own:
         said.append(f"kept your {_count(len(own), 'case')}" + (f" and {_count(len(recordings), 'recording')}" if recordings else ""))
     for requirement in required:

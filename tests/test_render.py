@@ -224,3 +224,18 @@ def test_bounded_render_matches_and_stops_runaway_templates() -> None:
     hog = "{% set ns = namespace(s='x') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|length }}"
     [d] = render(hog, MESSAGES, timeout=30).diagnostics
     assert "Rendering stopped" in d.message
+
+
+def test_a_missing_tool_call_id_gets_a_hint_about_ids_not_template_kwargs():
+    """"Pass it as a template kwarg" was the hint for a key the case's tool call lacks (issue 35)."""
+    calls = [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}]
+    reads = render("{% for m in messages %}{% for c in m.tool_calls %}{{ c.id.upper() }}{% endfor %}{% endfor %}", calls)
+    [problem] = reads.diagnostics
+    assert "has no attribute 'id'" in problem.message and "template kwarg" not in problem.hint
+    assert "tool call of this case has no `id`" in problem.hint and "id field" in problem.hint
+    refuses = render("{% for m in messages %}{% for c in m.tool_calls %}{% if c.id is not defined %}"
+                     "{{ raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}"
+                     "{% endif %}{% endfor %}{% endfor %}", calls)
+    assert "asks for tool-call ids" in refuses.diagnostics[0].hint
+    unpassed = render("{{ mode.upper() }}", [{"role": "user", "content": "Hi"}])
+    assert "template kwarg" in unpassed.diagnostics[0].hint  # a top-level name: a kwarg is the advice

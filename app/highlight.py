@@ -115,27 +115,30 @@ _URL = r"""https?://[^\s()<>"']+"""
 _DESCRIPTION = regex.compile(rf"`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\(({_URL})\)|({_URL})")
 
 
+def inline_html(text: str) -> str:
+    """One line of the engine's prose (a draft's report, a note) as HTML: escaped, with `code` and
+    **bold** rendered and links shown (what `description_html` allows, without paragraphs)."""
+    out, cut = [], 0
+    for m in _DESCRIPTION.finditer(text):
+        out.append(esc(text[cut : m.start()]))
+        code, bold, label, target, bare = m.groups()
+        if code is not None:
+            out.append(f"<code>{esc(code)}</code>")
+        elif bold is not None:
+            out.append(f"<b>{esc(bold)}</b>")
+        else:
+            url = target or bare
+            shown = f"{esc(label)} ({esc(url)})" if label else esc(url)
+            out.append(f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>')
+        cut = m.end()
+    return "".join(out) + esc(text[cut:])
+
+
 def description_html(text: str) -> str:
     """A case's description (from a preset, or from a share link: anyone's text) as HTML: escaped,
     with `code`, **bold** and links. Nothing else a link could dress the page with (forms, inputs,
     styles, frames, images from other hosts): it is text. A link shows where it goes, and opens apart."""
-    paragraphs = []
-    for paragraph in regex.split(r"\n\s*\n", text.strip()):
-        out, cut = [], 0
-        for m in _DESCRIPTION.finditer(paragraph):
-            out.append(esc(paragraph[cut : m.start()]))
-            code, bold, label, target, bare = m.groups()
-            if code is not None:
-                out.append(f"<code>{esc(code)}</code>")
-            elif bold is not None:
-                out.append(f"<b>{esc(bold)}</b>")
-            else:
-                url = target or bare
-                shown = f"{esc(label)} ({esc(url)})" if label else esc(url)
-                out.append(f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>')
-            cut = m.end()
-        out.append(esc(paragraph[cut:]))
-        paragraphs.append(f"<p>{''.join(out)}</p>")
+    paragraphs = [f"<p>{inline_html(paragraph)}</p>" for paragraph in regex.split(r"\n\s*\n", text.strip())]
     return f'<div class="case-description-text">{"".join(paragraphs)}</div>' if text.strip() else ""
 
 

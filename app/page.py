@@ -218,7 +218,7 @@ def load_files(session: Session, files: list[Any] | None, show_whitespace: bool 
     once, and its temporary copies are deleted: the next upload holds only its own files)."""
     saved = _save_editors(session, chat_template, response_template, form_case, form)
     start, problems = from_files(session.workspace, files, _keep(keep_cases, keep_response), session.owner)
-    return {**_loaded(session, start, problems, "Loaded the uploaded files", show_whitespace, saved), "files": None}
+    return {**_loaded(session, start, problems, "Loaded your files", show_whitespace, saved), "files": None}
 
 
 def undo_load(session: Session, show_whitespace: bool = False) -> dict[str, Any]:

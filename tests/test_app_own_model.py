@@ -55,7 +55,7 @@ def test_a_second_files_load_reads_only_its_own_files():
     assert not any(Path(p).exists() for p in first)
     edited_template = TEMPLATE.replace("[INST]", "[INST] ", 1)
     second = load(sess, [*first, *uploaded("chat_template.jinja")], **{"chat_template": edited_template})
-    assert "Loaded the uploaded files" in second["status"] and second["chat_template"] == TEMPLATE
+    assert "Loaded your files" in second["status"] and second["chat_template"] == TEMPLATE
     assert sess.workspace.chat_template == TEMPLATE and sess.workspace.special_tokens["eos_token"] == "</s>"
     # What the second load replaced (the edit included) is what Undo brings back.
     back = page.undo_load(sess)

@@ -56,7 +56,7 @@ def test_the_good_pair_passes_every_check() -> None:
         "response_lint.overlapping_literals",
     }  # fmt: skip
     [weather] = results(report, "round_trip.message", "case 'weather'")
-    assert "message 1: round-trips (content, reasoning_content, tool_calls)" in weather.details
+    assert "message 2: round-trips (content, reasoning_content, tool_calls)" in weather.details  # counted from 1
     assert report.status == "pass" and json.loads(json.dumps(report.to_dict()))["checks"]
 
 
@@ -133,7 +133,7 @@ def test_output_side_reports_earlier_turns_rewritten_by_the_template() -> None:
     assert "renders an earlier turn's `reasoning_content` differently once a later assistant turn follows" in output.details
     # The message side finds each turn even though the history before it changes.
     [weather] = results(report, "round_trip.message", "case 'weather'")
-    assert weather.status == "pass" and "message 3: round-trips (content)" in weather.details
+    assert weather.status == "pass" and "message 4: round-trips (content)" in weather.details
     documented = check(chat=broken("drops_earlier_reasoning.jinja"), round_trip_differences={"reasoning_content": "history drops it"})
     [output] = results(documented, "round_trip.output", "recording 'answer-after-result'")
     assert output.status == "pass" and "documented: history drops it" in output.details

@@ -69,6 +69,10 @@
   afterChange.push(keepInView);
   window.addEventListener('resize', keepInView);
   document.addEventListener('toggle', keepInView, true);
+  // An accordion opens by a style change (no new nodes for the observer): placed once it is drawn.
+  document.addEventListener('click', (event) => {
+    if (event.target.closest('.label-wrap')) { requestAnimationFrame(keepInView); setTimeout(keepInView, 120); }
+  });
 
   // ----- a diagnostic's snippet shows its caret ----------------------------------------------------
   // A long line scrolls sideways (it is not wrapped, so the caret stays under its character): it is

@@ -52,7 +52,9 @@
   // ----- panels that open over the page stay inside the window ---------------------------------------
   // "Load …", "About this format" and the status line's notes open where their button is; near the
   // right edge they ran off it. Each is shifted back in (CSS `translate`, which the panels' own
-  // transforms leave alone), once per change and when the window is resized.
+  // transforms leave alone) when one opens, when the status line (which moves them) changes, and when
+  // the window is resized; never on other changes (measuring there would lay the page out on every
+  // frame of a streaming run).
   const PANELS = ['#load-accordion > [data-testid="accordion-content"]', '#notes-accordion > [data-testid="accordion-content"]',
     '.status-more[open] .status-pop'];
   function keepInView() {
@@ -66,7 +68,12 @@
       if (shift) el.style.translate = `${Math.round(shift)}px 0`;
     }
   }
-  afterChange.push(keepInView);
+  let statusShown = null;
+  afterChange.push(() => {
+    const status = document.getElementById('top-status');
+    const now = status ? status.innerHTML : '';
+    if (now !== statusShown) { statusShown = now; keepInView(); }
+  });
   window.addEventListener('resize', keepInView);
   document.addEventListener('toggle', keepInView, true);
   // An accordion opens by a style change (no new nodes for the observer): placed once it is drawn.
@@ -324,7 +331,9 @@
         target.parentElement.insertBefore(note, target);
       }
       note.innerHTML = '';
+      // The result's details keep their lines and columns (a check may set texts side by side).
       const text = document.createElement('span');
+      text.className = 'jump-detail';
       text.textContent = `Line ${line}: ${detail || ''}`;
       const close = document.createElement('button');
       close.textContent = '×';

@@ -194,6 +194,12 @@ def test_the_walk_through_with_a_model_of_ones_own(page: Page) -> None:
     line = int(jump.get_attribute("data-line"))
     assert "[TOOL_CALLS][" in (MODEL / "chat_template.jinja").read_text().splitlines()[line - 1]
     assert "monospace" in dropped.locator(".check-details").evaluate("(e) => getComputedStyle(e).fontFamily")
+    # Jumping there brings the result along, its columns kept (they were in a proportional font).
+    jump.click()
+    note = page.locator("#chat-group .jump-note .jump-detail")
+    expect(note).to_contain_text("rendered again:")
+    assert "monospace" in note.evaluate("(e) => getComputedStyle(e).fontFamily")
+    page.locator("#chat-group .jump-note button").click()
 
     # ----- the zip: the model's tokenizer_config.json, every key kept --------------------------------
     page.click('#tabs button[role=tab]:has-text("Publish")')

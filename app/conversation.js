@@ -201,10 +201,14 @@
       const fn = isObject(call.function) ? call.function : call;  // {"function": {name, arguments}} or flat
       const nameInput = h('input', { type: 'text', class: 'conv-call-name', 'aria-label': `Name of ${name}`, value: fn.name ?? '',
         oninput: (e) => { fn.name = e.target.value; write(); } });
+      // The call's id (many templates write or require one: Mistral's, 9 letters or digits); empty: no id.
+      const idInput = h('input', { type: 'text', class: 'conv-call-id', 'aria-label': `Id of ${name}`, placeholder: 'id',
+        spellcheck: 'false', value: typeof call.id === 'string' ? call.id : (call.id === undefined ? '' : JSON.stringify(call.id)),
+        oninput: (e) => { if (e.target.value) call.id = e.target.value; else delete call.id; write(); } });
       const [args, note] = jsonArea(`Arguments of ${name} (JSON)`, fn.arguments ?? {}, (v) => { fn.arguments = v; write(); },
         typeof fn.arguments === 'string');
       return h('div', { class: 'conv-call', 'data-call': String(c) },
-        h('div', { class: 'conv-row' }, h('span', { class: 'conv-label' }, `Tool call ${c + 1}`), nameInput, remove),
+        h('div', { class: 'conv-row' }, h('span', { class: 'conv-label' }, `Tool call ${c + 1}`), nameInput, idInput, remove),
         field(typeof fn.arguments === 'string' ? 'Arguments (a JSON string)' : 'Arguments (JSON)', args, note));
     });
     const add = button('+ tool call', `Add a tool call to ${who}`, () => {

@@ -15,7 +15,7 @@ from engine.draft import Draft
 from engine.inputs import load_json
 from engine.hub.files import FileChange
 
-from .highlight import diagnostics_html, esc
+from .highlight import diagnostics_html, esc, inline_html
 from .publish_panel import diff_html
 from .state import Session
 from .workbench import sync
@@ -132,7 +132,7 @@ def _library_rows(draft: Draft) -> list[str]:
     rows = []
     if draft.format is not None:
         rows.append(f'<div class="draft-format">From the format library: <b>{esc(draft.format.name)}</b> '
-                    f'({esc(draft.format.title)}); {esc("; ".join(draft.format.how))}.</div>')  # fmt: skip
+                    f'({esc(draft.format.title)}); {inline_html("; ".join(draft.format.how))}.</div>')  # fmt: skip
     found = draft.disagreement
     if found is not None:
         rows.append(
@@ -144,7 +144,7 @@ def _library_rows(draft: Draft) -> list[str]:
         )
     limits = [*(draft.format.limits if draft.format else []), *draft.limits]
     if limits:
-        items = "".join(f"<li>{esc(limit)}</li>" for limit in dict.fromkeys(limits))
+        items = "".join(f"<li>{inline_html(limit)}</li>" for limit in dict.fromkeys(limits))
         rows.append(f'<div class="draft-limits">What the response-template spec cannot say here:<ul class="draft-notes">{items}</ul></div>')
     return rows
 
@@ -154,11 +154,11 @@ def report_html(draft: Draft) -> str:
     then the checks on the probes and any diagnostics."""
     rows = []
     for report in draft.fields:
-        notes = "".join(f"<li>{esc(note)}</li>" for note in report.notes)
+        notes = "".join(f"<li>{inline_html(note)}</li>" for note in report.notes)
         rows.append(
             f'<div class="draft-field {report.status}" data-field="{esc(report.field)}">'
             f'<span class="draft-badge">{STATUS_LABELS[report.status]}</span> <b>{esc(report.field)}</b>'
-            f'<div class="draft-message">{esc(report.message)}</div>'
+            f'<div class="draft-message">{inline_html(report.message)}</div>'
             + (f'<ul class="draft-notes">{notes}</ul>' if notes else "")
             + "</div>"
         )
@@ -166,7 +166,10 @@ def report_html(draft: Draft) -> str:
     if draft.checks:
         counts = {s: sum(1 for c in draft.checks if c.status == s) for s in ("pass", "warn", "fail")}
         worst = "fail" if counts["fail"] else "warn" if counts["warn"] else "pass"
-        failed = "".join(f"<li>{esc(str(c))}</li>" for c in draft.checks if c.status == "fail")
+        # A check's details are laid out in lines and columns (the history's calls side by side): as written.
+        failed = "".join(f'<li><b>{esc(c.name)}</b>' + (f" · {esc(c.subject)}" if c.subject else "")
+                         + f'<pre class="draft-check-details">{esc(c.details)}</pre></li>'
+                         for c in draft.checks if c.status == "fail")
         rows.append(
             f'<div class="draft-checks {worst}">Round-trip and streaming checks of the draft on {draft.probes} probe '
             f'conversations: {counts["pass"]} passed, {counts["warn"]} warnings, {counts["fail"]} failed '

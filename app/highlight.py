@@ -95,8 +95,10 @@ def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> st
         parts.append(f'<span class="msg">{esc(d.message)}</span>')
         body = " ".join(parts)
         if d.snippet is not None:
-            caret = "\n" + d.caret if d.caret else ""
-            body += f'<pre class="snippet">{esc(d.snippet)}{caret}</pre>'
+            # The caret in a span of its own: a long line scrolls sideways to it (page.js).
+            caret = d.caret
+            marked = f'\n{" " * (len(caret) - len(caret.lstrip()))}<span class="caret">{caret.lstrip()}</span>' if caret else ""
+            body += f'<pre class="snippet">{esc(d.snippet)}{marked}</pre>'
         if d.hint:
             body += f'<div class="hint">{esc(d.hint)}</div>'
         # The editor marks the line, and the token's columns when the diagnostic names them (page.js).
@@ -113,27 +115,30 @@ _URL = r"""https?://[^\s()<>"']+"""
 _DESCRIPTION = regex.compile(rf"`([^`\n]+)`|\*\*([^*\n]+)\*\*|\[([^\]\n]+)\]\(({_URL})\)|({_URL})")
 
 
+def inline_html(text: str) -> str:
+    """One line of the engine's prose (a draft's report, a note) as HTML: escaped, with `code` and
+    **bold** rendered and links shown (what `description_html` allows, without paragraphs)."""
+    out, cut = [], 0
+    for m in _DESCRIPTION.finditer(text):
+        out.append(esc(text[cut : m.start()]))
+        code, bold, label, target, bare = m.groups()
+        if code is not None:
+            out.append(f"<code>{esc(code)}</code>")
+        elif bold is not None:
+            out.append(f"<b>{esc(bold)}</b>")
+        else:
+            url = target or bare
+            shown = f"{esc(label)} ({esc(url)})" if label else esc(url)
+            out.append(f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>')
+        cut = m.end()
+    return "".join(out) + esc(text[cut:])
+
+
 def description_html(text: str) -> str:
     """A case's description (from a preset, or from a share link: anyone's text) as HTML: escaped,
     with `code`, **bold** and links. Nothing else a link could dress the page with (forms, inputs,
     styles, frames, images from other hosts): it is text. A link shows where it goes, and opens apart."""
-    paragraphs = []
-    for paragraph in regex.split(r"\n\s*\n", text.strip()):
-        out, cut = [], 0
-        for m in _DESCRIPTION.finditer(paragraph):
-            out.append(esc(paragraph[cut : m.start()]))
-            code, bold, label, target, bare = m.groups()
-            if code is not None:
-                out.append(f"<code>{esc(code)}</code>")
-            elif bold is not None:
-                out.append(f"<b>{esc(bold)}</b>")
-            else:
-                url = target or bare
-                shown = f"{esc(label)} ({esc(url)})" if label else esc(url)
-                out.append(f'<a href="{esc(url)}" target="_blank" rel="noopener noreferrer nofollow">{shown}</a>')
-            cut = m.end()
-        out.append(esc(paragraph[cut:]))
-        paragraphs.append(f"<p>{''.join(out)}</p>")
+    paragraphs = [f"<p>{inline_html(paragraph)}</p>" for paragraph in regex.split(r"\n\s*\n", text.strip())]
     return f'<div class="case-description-text">{"".join(paragraphs)}</div>' if text.strip() else ""
 
 
@@ -289,12 +294,21 @@ def output_html(
     out = [prefix]
     pinned = [d for d in errors if d.span is not None]
     badges_left = list(pinned)
+    # The character where a parse stopped is marked on its own (`error-char`), inside its region.
+    stops = {d.offset: d for d in pinned if d.offset is not None}
     for index, seg in enumerate(segments):
         if seg.end <= seg.start:
             continue
         hit = [d for d in pinned if _overlaps(d.span, seg)]  # type: ignore[arg-type]
         title = pending_title(text[seg.start : seg.end], seg.field) if pending_title and seg.kind == "pending" else None
-        piece = segment_html(text[seg.start : seg.end], seg, classes, title)
+        inside = sorted(o for o in stops if seg.start <= o < seg.end)
+        if inside:
+            cuts = sorted({seg.start, seg.end, *inside, *(o + 1 for o in inside)})
+            piece = "".join(
+                f'<span class="error-char" title="{esc(stops[a].message)}">{segment_html(text[a:b], seg, classes, title)}</span>'
+                if a in stops else segment_html(text[a:b], seg, classes, title) for a, b in zip(cuts, cuts[1:]))
+        else:
+            piece = segment_html(text[seg.start : seg.end], seg, classes, title)
         if hit:
             piece = f'<span class="error-span" title="{esc(hit[0].message)}">{piece}</span>'
         out.append(piece)

@@ -40,7 +40,60 @@
     const pick = event.target.closest('.editor-switch button');
     if (pick) showEditor(pick.dataset.show);
     if (event.target.closest('#present-toggle')) present(!root.classList.contains('presenting'));
+    // The header's status line: its Undo presses the hidden button of the event; × hides the line.
+    const press = event.target.closest('[data-press]');
+    if (press) { const target = document.getElementById(press.dataset.press); if (target) target.click(); }
+    const close = event.target.closest('.status-close');
+    if (close && close.closest('.status-line')) close.closest('.status-line').remove();
+    // Its notes open over the page: a click anywhere else closes them.
+    for (const open of document.querySelectorAll('.status-more[open]')) if (!open.contains(event.target)) open.open = false;
   });
+
+  // ----- panels that open over the page stay inside the window ---------------------------------------
+  // "Load …", "About this format" and the status line's notes open where their button is; near the
+  // right edge they ran off it. Each is shifted back in (CSS `translate`, which the panels' own
+  // transforms leave alone) when one opens, when the status line (which moves them) changes, and when
+  // the window is resized; never on other changes (measuring there would lay the page out on every
+  // frame of a streaming run).
+  const PANELS = ['#load-accordion > [data-testid="accordion-content"]', '#notes-accordion > [data-testid="accordion-content"]',
+    '.status-more[open] .status-pop'];
+  function keepInView() {
+    for (const el of document.querySelectorAll(PANELS.join(', '))) {
+      el.style.translate = '';
+      const box = el.getBoundingClientRect();
+      if (!box.width) continue;
+      let shift = 0;
+      if (box.right > window.innerWidth - 8) shift = window.innerWidth - 8 - box.right;
+      if (box.left + shift < 8) shift = 8 - box.left;
+      if (shift) el.style.translate = `${Math.round(shift)}px 0`;
+    }
+  }
+  let statusShown = null;
+  afterChange.push(() => {
+    const status = document.getElementById('top-status');
+    const now = status ? status.innerHTML : '';
+    if (now !== statusShown) { statusShown = now; keepInView(); }
+  });
+  window.addEventListener('resize', keepInView);
+  document.addEventListener('toggle', keepInView, true);
+  // An accordion opens by a style change (no new nodes for the observer): placed once it is drawn.
+  document.addEventListener('click', (event) => {
+    if (event.target.closest('.label-wrap')) { requestAnimationFrame(keepInView); setTimeout(keepInView, 120); }
+  });
+
+  // ----- a diagnostic's snippet shows its caret ----------------------------------------------------
+  // A long line scrolls sideways (it is not wrapped, so the caret stays under its character): it is
+  // scrolled so the caret is in view, once per snippet drawn.
+  function showCarets() {
+    for (const caret of document.querySelectorAll('.diag .snippet .caret:not([data-shown])')) {
+      const pre = caret.closest('.snippet');
+      caret.dataset.shown = '1';
+      if (!pre.clientWidth) { delete caret.dataset.shown; continue; }  // not drawn yet (a closed panel)
+      const right = caret.offsetLeft + caret.offsetWidth;
+      if (right > pre.scrollLeft + pre.clientWidth - 16) pre.scrollLeft = Math.max(0, right - pre.clientWidth * 0.6);
+    }
+  }
+  afterChange.push(showCarets);
 
   function showEditor(which) {
     const area = document.getElementById('editors-area');
@@ -62,6 +115,7 @@
     } else if (event.key === 'Escape') {
       const stop = document.querySelector('#stop-button');
       if (stop && !stop.disabled) stop.click();  // Esc keeps its other meanings (closing a list)
+      for (const open of document.querySelectorAll('.status-more[open]')) open.open = false;
     }
   }, true);
 
@@ -277,7 +331,9 @@
         target.parentElement.insertBefore(note, target);
       }
       note.innerHTML = '';
+      // The result's details keep their lines and columns (a check may set texts side by side).
       const text = document.createElement('span');
+      text.className = 'jump-detail';
       text.textContent = `Line ${line}: ${detail || ''}`;
       const close = document.createElement('button');
       close.textContent = '×';

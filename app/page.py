@@ -8,6 +8,7 @@ see each other's templates or runs."""
 from __future__ import annotations
 
 import html
+import inspect
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import transformers
 from engine import limits
 from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
+from engine.model_workspace import Keep, ModelStart
 from engine.presets import load_preset
 from engine.public import Policy, policy
 from engine.response_spec import load_response_spec
@@ -36,7 +38,8 @@ from .checks_extras import build_checks_extras, mark_selected_intended, show_eng
 from .behaviour_view import build_behaviour_section, loaded_version
 from .checks_panel import build_checks_tab, pick_check, run_all_checks
 from .editors import build_editors
-from .highlight import diagnostics_html, field_classes, legend_html
+from .highlight import field_classes, legend_html
+from .load_panel import UNDO_BUTTON, build_load_panel, status_html
 from .prompt_panel import build_prompt_panel
 from .publish_panel import build_publish_tab, download_zip, open_pull_request, preview
 from .run_panel import settings_updates
@@ -48,7 +51,7 @@ from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
 from .wiring import Wiring
 from .workbench import (build_prompt_view, edit_case, edit_chat_template, edit_response_template, explain_view, refresh,
-                        refreshed, toggle_tokens, view_outputs)
+                        refreshed, sync, toggle_tokens, view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
 CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
@@ -90,9 +93,16 @@ REFRESH_OUTPUTS = ("chat_diagnostics", "response_diagnostics", "case_diagnostics
                    "run_note")  # fmt: skip
 # What showing a whole workspace updates (a preset, a Hub load, files, a share link).
 FILL = ("preset", "chat_template", "response_template", *cases.SHOWN, *SETTINGS, "model_note", "legend", "notes", "status",
-        "publish_repo", "publish_revision", *runs.RUN_VIEWS, *tokens.SPECIAL_SHOWN)  # fmt: skip
+        "publish_repo", "publish_revision", *runs.RUN_VIEWS, *tokens.SPECIAL_SHOWN, "draft_box", "draft_undo",
+        "draft_status")  # fmt: skip
 # ... with the prompt panel (what a preset, a Hub load, files or a share link show, in one answer).
 WORKSPACE_SHOWN = (*FILL, *REFRESH_OUTPUTS)
+# ... and what a files or Hub load (and its Undo) updates besides: the file list is emptied, so the
+# next upload holds only its own files.
+LOAD_SHOWN = (*WORKSPACE_SHOWN, "files")
+# What a load reads: the editors and the case form (saved first: a load that fails loses nothing).
+LOAD_INPUTS = ("session", "chat_template", "response_template", "form_case", "keep_cases", "keep_response",
+               "show_whitespace", *FORM_FIELDS)
 # What a case action updates.
 CASE_SHOWN = (*cases.SHOWN, *runs.RUN_VIEWS)
 # What the refresh after an edit reads.
@@ -149,20 +159,16 @@ def code_spans(text: str) -> str:
     return "".join(out) + html.escape(text[cut:])
 
 
-def status_html(diagnostics: list[Diagnostic], note: str = "") -> str:
-    parts = [f'<div class="status-note">{note}</div>'] if note else []
-    if diagnostics:
-        parts.append(diagnostics_html(diagnostics))
-    return "".join(parts)
-
-
-def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
-    """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s."""
+def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: list[Diagnostic] | None = None,
+         detail: str = "") -> dict[str, Any]:
+    """Show `workspace` in every panel (`FILL`); the prompt panel is `show` or `refreshed`'s. A
+    draft under review (and its undo) belonged to the workspace shown before: it goes."""
     session.workspace = workspace
     session.loaded = None if workspace.preset else loaded_version(workspace)  # what an edit is compared with
     session.last_prompt_html = ""
     session.last_spec = None
     session.form_problems = []
+    session.draft = session.draft_undo = None
     loaded = load_response_spec(workspace.response_template)
     preset = workspace.preset if workspace.preset in [n for _, n in preset_choices()] else None
     return {
@@ -173,42 +179,86 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
         **settings_updates(workspace),
         "legend": legend_html(field_classes(loaded.template.fields)) if loaded.ok else "",
         "notes": notes_html(workspace),
-        "status": status_html(diagnostics or [], note),
+        "status": status_html(diagnostics or [], note, undo=session.load_undo is not None, detail=detail),
         "publish_repo": workspace.source_repo,
         "publish_revision": workspace.source_revision,
         **runs.cleared_run(session),
         **tokens.special_tokens_shown(session),
+        "draft_box": gr.update(visible=False),
+        "draft_undo": gr.update(visible=False),
+        "draft_status": "",
     }
 
 
 def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
-         diagnostics: list[Diagnostic] | None = None) -> dict[str, Any]:
+         diagnostics: list[Diagnostic] | None = None, detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
     than a fill and then a second round trip for the prompt."""
-    return {**fill(session, workspace, note, diagnostics), **refreshed(session, show_whitespace)}
+    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
 
 
 def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
     workspace, problems = from_preset(preset)
     if workspace is None:
         return {"status": status_html(problems)}
+    session.load_undo = session.workspace.copy()
     return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
 
 
-def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace: bool = False) -> dict[str, Any]:
-    workspace, problems = from_hub(session.workspace, hub_repo, hub_revision)
-    if workspace is None:
-        return {"status": status_html(problems)}
-    tokens.keep_tokenizer_tokens(session, workspace)
-    return show(session, workspace, show_whitespace, f"Loaded the templates of <b>{html.escape(hub_repo.strip())}</b>.", problems)
+def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace: bool = False, keep_cases: bool = False,
+             keep_response: bool = False, chat_template: str | None = None, response_template: str | None = None,
+             form_case: str | None = None, **form: Any) -> dict[str, Any]:
+    """"Load from Hub": a workspace of that repo's (or folder's) model."""
+    saved = _save_editors(session, chat_template, response_template, form_case, form)
+    start, problems = from_hub(session.workspace, hub_repo, hub_revision, _keep(keep_cases, keep_response), session.owner)
+    return _loaded(session, start, problems, f"Loaded <b>{html.escape((hub_repo or '').strip())}</b>", show_whitespace, saved)
 
 
-def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False) -> dict[str, Any]:
-    workspace, problems = from_files(session.workspace, files)
-    if workspace is None:
-        return {"status": status_html(problems)}
-    tokens.keep_tokenizer_tokens(session, workspace)
-    return show(session, workspace, show_whitespace, "Loaded the uploaded files.", problems)
+def load_files(session: Session, files: list[Any] | None, show_whitespace: bool = False, keep_cases: bool = False,
+               keep_response: bool = False, chat_template: str | None = None, response_template: str | None = None,
+               form_case: str | None = None, **form: Any) -> dict[str, Any]:
+    """Files uploaded: a workspace of their model. The file list is emptied (each upload is read
+    once, and its temporary copies are deleted: the next upload holds only its own files)."""
+    saved = _save_editors(session, chat_template, response_template, form_case, form)
+    start, problems = from_files(session.workspace, files, _keep(keep_cases, keep_response), session.owner)
+    return {**_loaded(session, start, problems, "Loaded your files", show_whitespace, saved), "files": None}
+
+
+def undo_load(session: Session, show_whitespace: bool = False) -> dict[str, Any]:
+    """"Undo" in the status line: the workspace as it was before the last load (or preset)."""
+    previous, session.load_undo = session.load_undo, None
+    if previous is None:
+        return {"status": status_html([], "Nothing to undo.")}
+    return show(session, previous, show_whitespace, "The workspace is back as it was before the load.")
+
+
+def _keep(keep_cases: Any, keep_response: Any) -> Keep:
+    return Keep(cases=bool(keep_cases), response_template=bool(keep_response))
+
+
+def _save_editors(session: Session, chat_template: str | None, response_template: str | None, form_case: str | None,
+                  form: dict[str, Any]) -> dict[str, Any]:
+    """Keep the editors and the case form in the session before a load reads anything: whatever the
+    load does, the last edit is in the workspace it replaces (and that Undo brings back). Returns the
+    browser storage's code when the editors were sent."""
+    if chat_template is None and response_template is None and form_case is None:
+        return {}
+    from .state import encode_workspace
+
+    session.form_problems = sync(session, chat_template, response_template, form_case or "", form)
+    return {"saved_code": encode_workspace(session.workspace)}
+
+
+def _loaded(session: Session, start: ModelStart | None, problems: list[Diagnostic], done: str, show_whitespace: bool,
+            saved: dict[str, Any]) -> dict[str, Any]:
+    """What a load shows: the new workspace with what became of the previous one (kept for Undo), or
+    why nothing was loaded (the workspace as it was, editors and all)."""
+    if start is None:
+        return {"status": status_html(problems, undo=session.load_undo is not None), **saved}
+    session.load_undo = session.workspace.copy()
+    tokens.keep_tokenizer_tokens(session, start.workspace)
+    summary = f"{start.summary[0].upper()}{start.summary[1:]}." if start.summary else ""
+    return show(session, start.workspace, show_whitespace, f"{done}.", problems, detail=summary)
 
 
 def restore_page(session: Session, boot: str, show_whitespace: bool = False) -> dict[str, Any]:
@@ -250,7 +300,8 @@ def set_first_view(ui: Wiring) -> None:
         update = value if isinstance(value, dict) and value.get("__type__") == "update" else {"value": value}
         props = {k: v for k, v in update.items() if k not in ("__type__", "value")}
         if props:  # labels, choices, visibility: as the component's own constructor stores them
-            made = type(component)(**{**component.constructor_args, **props, "value": None, "render": False})
+            blank = {"value": None} if "value" in inspect.signature(type(component).__init__).parameters else {}
+            made = type(component)(**{**component.constructor_args, **props, **blank, "render": False})
             for key in props:
                 setattr(component, key, getattr(made, key))
         component.constructor_args.update(props)
@@ -299,19 +350,15 @@ def build() -> gr.Blocks:
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
         # Pressed by the page's own script when there is a share link or a saved copy to restore.
         ui.add(restore_button=gr.Button("Restore", elem_id="restore-button", elem_classes=["hidden-trigger"]))
+        # Pressed by the status line's Undo (page.js: `data-press`).
+        ui.add(load_undo=gr.Button("Undo the load", elem_id=UNDO_BUTTON, elem_classes=["hidden-trigger"]))
         with gr.Row(equal_height=False, elem_id="header-row"):
             gr.HTML(header_html(), elem_id="header", min_width=300)
             # What the last load said ("Loaded the … preset", a Hub error): in the header, so it
             # takes no room from the workbench.
             ui.add(status=gr.HTML(elem_id="top-status", min_width=120))
             with gr.Accordion("Load from Hub or files", open=False, elem_id="load-accordion"):
-                with gr.Row():
-                    label = "Repo id or local folder" if policy().allow_paths else "Repo id"
-                    repo = gr.Textbox(label=label, placeholder="HuggingFaceTB/SmolLM3-3B", scale=3, elem_id="hub-repo")
-                    revision = gr.Textbox(label="Revision", placeholder="main", scale=1, elem_id="hub-revision")
-                    hub_button = gr.Button("Load from Hub", scale=1, elem_id="hub-load")
-                files = gr.File(label="Load files: chat_template.jinja, tokenizer_config.json, response_template.json",
-                                file_count="multiple", file_types=[".jinja", ".json"], elem_id="file-upload")  # fmt: skip
+                ui.add(**build_load_panel())
             with gr.Accordion("About this format", open=False, elem_id="notes-accordion"):
                 notes = gr.HTML(elem_id="preset-notes")
             gr.HTML(PRESENT_TOGGLE, elem_id="present-box", min_width=0)
@@ -321,7 +368,7 @@ def build() -> gr.Blocks:
                     share_link = gr.Textbox(show_label=False, placeholder="Press Share for a link", buttons=["copy"],
                                             elem_id="share-link", max_lines=1, container=False, min_width=150)  # fmt: skip
         ui.add(share_button=share_button, share_code=gr.Textbox(visible=False), share_link=share_link)
-        ui.add(hub_repo=repo, hub_revision=revision, hub_load=hub_button, files=files, notes=notes)
+        ui.add(notes=notes)
         with gr.Row(equal_height=True, elem_id="toolbar"):
             ui.add(preset=gr.Dropdown(preset_choices(), label="Preset", elem_id="preset-picker", min_width=170, scale=1))
             ui.add(**cases.build_case_picker())
@@ -395,8 +442,9 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     # twice the answer); and straight to the handler (no queue round trip), as an edit.
     ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
           show_progress="hidden")
-    ui.on(ui["hub_load"].click, load_hub, ["session", "hub_repo", "hub_revision", "show_whitespace"], WORKSPACE_SHOWN)
-    ui.on(ui["files"].upload, load_files, ["session", "files", "show_whitespace"], WORKSPACE_SHOWN)
+    ui.on(ui["hub_load"].click, load_hub, ["hub_repo", "hub_revision", *LOAD_INPUTS], WORKSPACE_SHOWN)
+    ui.on(ui["files"].upload, load_files, ["files", *LOAD_INPUTS], LOAD_SHOWN)
+    ui.on(ui["load_undo"].click, undo_load, ["session", "show_whitespace"], WORKSPACE_SHOWN)
 
     ui.on(ui["show_tokens"].input, toggle_tokens, ["session", "show_tokens", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     # A tokenizer for this session: then the prompt shows (and counts) its tokens.
@@ -421,11 +469,14 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
-    ui.on(ui["runner"].change, runs.runner_visibility, ["runner"], [*boxes, "recording"], **quiet)
-    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording"], ["pasted"], **quiet)
+    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **quiet)
+    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **quiet)
     ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
-    ui.on([ui[name].input for name in SETTINGS], save_settings, ["session", *SETTINGS], ["saved_code"],
-          trigger_mode="always_last", **quiet)
+    # A paste is saved when the box's value changes, however it changed: Gradio's `input` comes from a
+    # key press, before a Ctrl+V's text is in the box, and never for a paste from the menu (a reload
+    # then found an older paste).
+    ui.on([*(ui[name].input for name in SETTINGS), ui["pasted"].change], save_settings, ["session", *SETTINGS],
+          ["saved_code"], trigger_mode="always_last", **quiet)
     ui.on(ui["run"].click, runs.run_callback, [*EDITED, *SETTINGS, "api_key", "show_whitespace"],
           [*RUN_OUTPUTS, *(name for name in REFRESH_OUTPUTS if name not in RUN_OUTPUTS)], concurrency_limit=16,
           show_progress="hidden")

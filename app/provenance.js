@@ -156,7 +156,8 @@
   function describe(p) {
     const where = p[0] ? `line ${p[0]}, column ${p[1]}` + (p[2] !== p[0] ? `–line ${p[2]}` : '') : 'line unknown';
     const role = p[4] >= 0 ? messageRole(p[4]) : null;
-    const message = p[4] >= 0 ? `message ${p[4]}${role ? ` (${role})` : ''}` : 'no message';
+    // Messages are counted from 1, as the conversation editor's cards are ("Message 1").
+    const message = p[4] >= 0 ? `message ${p[4] + 1}${role ? ` (${role})` : ''}` : 'no message';
     const via = p[6].length ? ` · via line ${p[6].join(', ')}` : '';
     return `${where} · ${KINDS[p[5]] || 'expression'}${sourceText(p)} · ${message}${via}`;
   }

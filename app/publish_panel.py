@@ -17,6 +17,7 @@ import gradio as gr
 from engine.diagnostics import Diagnostic
 from engine import limits
 from engine.hub import local_token
+from engine.hub.files import TOKENIZER_CONFIG
 from engine.publish import plan_publish, publish, templates_zip
 from engine.public import policy
 
@@ -126,13 +127,18 @@ def open_pull_request(session: Session, chat_template: str, response_template: s
 
 
 def download_zip(session: Session, chat_template: str, response_template: str, form_case: str, **form: Any) -> dict[str, Any]:
-    """The zip without a repo to diff against: the files as `save_pretrained` writes them from scratch."""
+    """The zip without a repo to diff against: the files as `save_pretrained` writes them on top of
+    the model's files as loaded (its tokenizer_config.json keeps every other key), or from scratch."""
     sync(session, chat_template, response_template, form_case, form)
-    data, problems = templates_zip(chat_template_to_publish(session), session.workspace.response_template,
+    workspace = session.workspace
+    loaded = {TOKENIZER_CONFIG: workspace.tokenizer_config.encode("utf-8")} if workspace.tokenizer_config else {}
+    data, problems = templates_zip(chat_template_to_publish(session), workspace.response_template, files=loaded,
                                    timeout=BUILD_TIMEOUT)
     if data is None:
         return {"publish_zip": "", "publish_messages": diagnostics_html(problems)}
-    return {"publish_zip": zip_link(data, "templates")}
+    kept = ("The files are the model's as loaded, with the templates set: every other key of tokenizer_config.json "
+            "is kept." if loaded else "")
+    return {"publish_zip": zip_link(data, "templates"), "publish_messages": diagnostics_html(problems, kept)}
 
 
 def zip_link(data: bytes, name: str) -> str:

@@ -102,9 +102,10 @@ def stop_button(session: Session) -> dict[str, Any]:
     return {}
 
 
-def runner_visibility(runner: str) -> dict[str, Any]:
-    """Show the options of the chosen runner."""
+def runner_visibility(runner: str, recording: str = "") -> dict[str, Any]:
+    """Show the options of the chosen runner (the paste box with the recorded runner's "Paste an output…")."""
     return {
+        **pasted_visibility(recording, runner),
         "recording": gr.update(visible=runner == "recorded"),
         "recorded_box": gr.update(visible=runner == "recorded"),
         "simulated_box": gr.update(visible=runner == "simulated"),
@@ -115,8 +116,9 @@ def runner_visibility(runner: str) -> dict[str, Any]:
     }
 
 
-def pasted_visibility(recording: str) -> dict[str, Any]:
-    return {"pasted": gr.update(visible=recording == PASTED)}
+def pasted_visibility(recording: str, runner: str = "recorded") -> dict[str, Any]:
+    """The paste box, above the output, while "Paste an output…" is the recording replayed."""
+    return {"pasted": gr.update(visible=recording == PASTED and runner in ("recorded", None))}
 
 
 # ----- the panel ---------------------------------------------------------------------------------
@@ -183,6 +185,9 @@ def build_output_panel() -> dict[str, Any]:
         legend = gr.HTML(elem_id="legend")
         stats = gr.HTML(elem_id="run-stats")
         note = gr.HTML(elem_id="run-note")
+        # Above the output it replays, on the first screen (it was under the workbench, out of sight).
+        pasted = gr.Textbox(label="Raw model output to replay (paste it here, then ▶ Run)", lines=2, max_lines=6,
+                            visible=False, elem_id="pasted-output")
         with gr.Row(equal_height=False, elem_id="output-row"):
             with gr.Column(scale=3, min_width=260):
                 stream = incremental_html("stream", EMPTY_STREAM, elem_id="stream-view")
@@ -190,7 +195,8 @@ def build_output_panel() -> dict[str, Any]:
                 message = gr.Code(label="Parsed message", language="json", lines=6, max_lines=14,
                                   interactive=False, wrap_lines=True, elem_id="message-view")  # fmt: skip
         diagnostics = gr.HTML(elem_id="run-diagnostics", elem_classes=["diag-box"])
-    return dict(legend=legend, stats=stats, run_note=note, stream=stream, message=message, run_diagnostics=diagnostics)
+    return dict(legend=legend, stats=stats, run_note=note, pasted=pasted, stream=stream, message=message,
+                run_diagnostics=diagnostics)
 
 
 def build_run_options() -> dict[str, Any]:
@@ -198,7 +204,8 @@ def build_run_options() -> dict[str, Any]:
     with gr.Group(elem_classes=["panel"], elem_id="run-options"):
         gr.HTML('<div class="panel-title">Run options <span class="sub">for the runner chosen above</span></div>')
         with gr.Column(visible=True) as recorded_box:
-            pasted = gr.Textbox(label="Raw model output to replay", lines=4, max_lines=12, visible=False, elem_id="pasted-output")
+            gr.Markdown("Replays a recording, or an output pasted above the output (“Paste an output…”).",
+                        elem_classes=["help"])
         with gr.Column(visible=False) as simulated_box:
             gr.Markdown(EXPLANATION, elem_classes=["help"])
         with gr.Column(visible=False) as local_box:
@@ -225,7 +232,7 @@ def build_run_options() -> dict[str, Any]:
             tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace: tokens/s (0: at once)", elem_id="pace")
     return dict(
         recorded_box=recorded_box, simulated_box=simulated_box, local_box=local_box, remote_box=remote_box,
-        sampling_box=sampling_box, pace_box=pace_box, pasted=pasted, tokens_per_second=tokens_per_second, model=model,
+        sampling_box=sampling_box, pace_box=pace_box, tokens_per_second=tokens_per_second, model=model,
         check_size=check_size, model_note=model_note,
         max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p, seed=seed, remote_url=remote_url,
         remote_model=remote_model, api_key=api_key,

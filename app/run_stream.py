@@ -181,6 +181,11 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
     store_settings(workspace, settings)
     run_id = uuid.uuid4().hex[:8]
     loaded = load_response_spec(workspace.response_template)
+    if not workspace.response_template.strip():
+        yield not_started([Diagnostic("error", "There is no response template yet to parse the output with.", "response_template",
+                                      hint="“Draft from the chat template” (under the response template editor) reads one "
+                                           "off the chat template.")])  # fmt: skip
+        return
     if not loaded.ok:
         yield not_started([Diagnostic("error", "The response template has errors; fix them to run (its editor shows where).", "response_template")])
         return
@@ -199,7 +204,7 @@ def _stream_run(session: Session, settings: RunSettings, api_key: str | None, in
         return
     regex = session.regex.active  # this visitor's regex allowance, around each parse step (not across yields)
     with regex():
-        trace = Trace(loaded.spec, prompt=prompt, tools=case.tools)
+        trace = Trace(loaded.spec, prompt=prompt, tools=case.tools, response_text=workspace.response_template)
     classes = field_classes(trace.template.fields)
     prefix = prefix_html(prompt, trace.prefix_segments(), classes)
     pending_title = held_back(trace.template, regex)

@@ -13,8 +13,11 @@ from typing import Any
 from gradio.utils import get_upload_folder
 
 from engine.budget import check_workspace
-from engine.diagnostics import Diagnostic
+from engine.diagnostics import Diagnostic, has_errors
 from engine.hub import load_templates, read_uploads
+from engine.hub.files import TOKENIZER_CONFIG
+from engine.limits import RENDER_SECONDS
+from engine.model_workspace import Keep, Loaded, ModelStart, model_workspace
 from engine.presets import load_preset, preset_names
 from engine.public import policy
 from engine.sandbox import bounded_if_large
@@ -43,49 +46,10 @@ def from_preset(name: str) -> tuple[Workspace | None, list[Diagnostic]]:
         return None, [Diagnostic("error", f"The preset {name!r} cannot be loaded: {e}", "preset")]
 
 
-def _named(chat_template: str | dict[str, str]) -> tuple[str, dict[str, str], list[Diagnostic]]:
-    """The template the editor shows (a single text, or `default` of named templates) and the rest."""
-    if isinstance(chat_template, str):
-        return chat_template, {}, []
-    main = "default" if "default" in chat_template else sorted(chat_template)[0]
-    others = {k: v for k, v in chat_template.items() if k != main}
-    note = Diagnostic(
-        "info",
-        f"This model has named chat templates ({', '.join(sorted(chat_template))}); the editor shows “{main}”. "
-        "The others are kept unchanged and published with it.",
-        "hub",
-    )
-    return chat_template[main], others, [note]
-
-
-def with_templates(current: Workspace, chat_template: str | dict | None, response_template: str | None,
-                   special_tokens: dict[str, str], source: str) -> tuple[Workspace, list[Diagnostic]]:  # fmt: skip
-    """The current workspace (its cases, recordings, run settings) with new templates. Declared kwargs
-    are kept only when the new chat template still mentions them."""
-    notes: list[Diagnostic] = []
-    chat, others = current.chat_template, {}
-    if chat_template is not None:
-        chat, others, notes = _named(chat_template)
-    response = response_template if response_template is not None else current.response_template
-    if response_template is None:
-        notes.append(Diagnostic("info", f"{source} has no response template; the editor keeps the current one "
-                                "as a starting point.", "hub"))  # fmt: skip
-    specs = {k: v for k, v in current.kwarg_specs.items() if k in chat}
-    workspace = replace(
-        current,
-        preset="",
-        chat_template=chat,
-        response_template=response,
-        special_tokens=dict(special_tokens) or dict(current.special_tokens),
-        kwarg_specs=specs,
-        round_trip_differences={},  # a preset's intended differences do not carry over to other templates
-        other_templates=others,
-    )
-    return workspace, notes
-
-
-def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | None, list[Diagnostic]]:
-    """Templates from a Hub repo id (at a revision) or a local folder, into the current workspace."""
+def from_hub(current: Workspace, repo: str, revision: str, keep: Keep | None = None,
+             owner: Any = None) -> tuple[ModelStart | None, list[Diagnostic]]:
+    """A workspace of the model in a Hub repo id (at a revision) or a local folder
+    (`engine.model_workspace`: the preset's cases, recordings and response template give way)."""
     repo = (repo or "").strip()
     if not repo:
         where = "or a local folder" if policy().allow_paths else "(on this public server, Hub repos only)"
@@ -95,12 +59,15 @@ def from_hub(current: Workspace, repo: str, revision: str) -> tuple[Workspace | 
         return None, loaded.diagnostics
     if loaded.chat_template is None and loaded.response_template is None:
         return None, loaded.diagnostics or [Diagnostic("error", f"No templates found in {repo}.", "hub")]
-    workspace, notes = with_templates(current, loaded.chat_template, loaded.response_template, loaded.special_tokens, repo)
-    workspace.source_repo = repo if loaded.is_repo else ""
-    workspace.source_revision = (revision or "").strip()
-    if too_much := check_workspace(workspace, "hub"):
-        return None, too_much
-    return workspace, loaded.diagnostics + notes
+    found = Loaded(loaded.chat_template, loaded.response_template, loaded.special_tokens,
+                   config_text(loaded.files), loaded.added_tokens, source=repo)
+    start = model_workspace(current, found, keep, timeout=RENDER_SECONDS, owner=owner)
+    start.workspace.source_repo = repo if loaded.is_repo else ""
+    start.workspace.source_revision = (revision or "").strip()
+    problems = fits(start)
+    if problems:
+        return None, problems
+    return start, loaded.diagnostics + start.notes
 
 
 # An upload is a few files: the templates (and named ones), or a tokenizer.json with its config.
@@ -108,36 +75,69 @@ MAX_UPLOAD_FILES = 10
 
 
 def take_uploads(items: list[Any] | None) -> dict[str, bytes]:
-    """The bytes of uploaded files by name (at most `MAX_UPLOAD_FILES`). Each file is deleted once
-    read: it waited in Gradio's upload folder, and nothing reads it again (the rest of that folder
-    goes on `limits.TEMP_FILE_SECONDS`' timer)."""
+    """The bytes of uploaded files by name (at most `MAX_UPLOAD_FILES`; a later file of a name wins).
+    Each file is deleted once read: it waited in Gradio's upload folder, and nothing reads it again
+    (the rest of that folder goes on `limits.TEMP_FILE_SECONDS`' timer). A file already read and
+    deleted (Gradio's file list keeps the files of an earlier upload) is passed over."""
     uploads: dict[str, bytes] = {}
     folder = Path(get_upload_folder()).resolve()
-    for item in (items or [])[:MAX_UPLOAD_FILES]:
+    for item in (items or [])[-MAX_UPLOAD_FILES:]:
         path = Path(item if isinstance(item, str) else getattr(item, "name", str(item)))
-        uploads[path.name] = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        uploads[path.name] = data
         if path.resolve().is_relative_to(folder):
             path.unlink(missing_ok=True)
     return uploads
 
 
-def from_files(current: Workspace, items: list[Any] | None) -> tuple[Workspace | None, list[Diagnostic]]:
-    """Uploaded files, read by the engine (`engine.hub.read_uploads`)."""
+def from_files(current: Workspace, items: list[Any] | None, keep: Keep | None = None,
+               owner: Any = None) -> tuple[ModelStart | None, list[Diagnostic]]:
+    """Uploaded files, read by the engine (`engine.hub.read_uploads`), as a workspace of that model."""
     uploads = take_uploads(items)
     if not uploads:
-        return None, [Diagnostic("error", "No files uploaded.", "hub")]
+        return None, [Diagnostic("error", "No files uploaded.", "hub",
+                                 hint="Choose the files again: each upload is read once.")]
     # Uploaded JSON past a few hundred kilobytes is decoded in a worker.
     found, problem = bounded_if_large(read_uploads, {"uploads": uploads}, sum(map(len, uploads.values())),
                                       doing="Reading the files")
     if problem is not None:
         return None, [replace(problem, source="hub")]
-    if found.chat_template is None and found.response_template is None:
+    config = config_text(found.files)
+    if found.chat_template is None and found.response_template is None and (not config or has_errors(found.diagnostics)):
         return None, found.diagnostics
-    workspace, notes = with_templates(current, found.chat_template, found.response_template, found.special_tokens,
-                                      "The uploaded files")
-    if too_much := check_workspace(workspace, "hub"):
-        return None, too_much
-    return workspace, found.diagnostics + notes
+    loaded = Loaded(found.chat_template, found.response_template, found.special_tokens, config, found.added_tokens,
+                    source="The uploaded files")
+    start = model_workspace(current, loaded, keep, timeout=RENDER_SECONDS, owner=owner)
+    problems = fits(start)
+    if problems:
+        return None, problems
+    return start, found.diagnostics + start.notes
+
+
+def config_text(files: dict[str, bytes]) -> str:
+    """The tokenizer_config.json among loaded files, as text ("" when there is none, or it is not UTF-8)."""
+    try:
+        return files.get(TOKENIZER_CONFIG, b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return ""
+
+
+def fits(start: ModelStart) -> list[Diagnostic]:
+    """Why the workspace a load starts cannot be held ([] when it fits). A tokenizer_config.json too
+    large to keep with it is let go first, with a note: the templates still load."""
+    workspace = start.workspace
+    too_much = check_workspace(workspace, "hub")
+    if too_much and workspace.tokenizer_config:
+        size = len(workspace.tokenizer_config)
+        workspace.tokenizer_config, workspace.model_tokens = "", []
+        too_much = check_workspace(workspace, "hub")
+        start.notes.append(Diagnostic("warning", f"tokenizer_config.json ({size:,} characters) is too large to keep with "
+                                      "this workspace: a downloaded zip holds a new one with only response_template.",
+                                      "hub", hint="Publish to the model's repo (the Publish tab) to keep its other keys."))  # fmt: skip
+    return too_much
 
 
 def restore(boot: str) -> tuple[Workspace | None, str]:

@@ -148,6 +148,7 @@ class Session:
     checks: list = field(default_factory=list)  # the last check results (rows of the Checks table)
     draft: str | None = None  # a drafted response template under review (not applied yet)
     draft_undo: str | None = None  # the response template an applied draft replaced
+    load_undo: Workspace | None = None  # the workspace a files or Hub load replaced ("Undo the load")
     engines: dict = field(default_factory=dict)  # the last engines matrix: {engine: {case: cell}}
     selected_check: int | None = None  # the row of the Checks table last clicked
     # This visitor's tokenizer (engine.tokens.LoadedTokenizer: loaded from the Hub, a file or a
@@ -273,6 +274,7 @@ class Session:
         its tokenizer's files, and the values Gradio keeps for it."""
         size = 0 if self.released else workspace_size(self.workspace)
         size += self.loaded.size() if self.loaded is not None else 0
+        size += workspace_size(self.load_undo) if self.load_undo is not None else 0
         size += len(self.last_prompt_html) + sum(self.shown.values()) + 2_000 * len(self.checks)
         if self.last_run is not None:
             size += 2 * len(self.last_run.output) + len(self.last_run.prompt) + 12 * len(self.last_run)
@@ -286,7 +288,7 @@ class Session:
         request of this session is told to reload; the browser's saved copy brings the work back."""
         self.released = True
         self.workspace = Workspace()
-        self.last_run, self.last_spec, self.draft, self.draft_undo = None, None, None, None
+        self.last_run, self.last_spec, self.draft, self.draft_undo, self.load_undo = None, None, None, None, None
         self.last_prompt_html = ""
         self.loaded = None
         self.checks, self.engines, self.selected_check = [], {}, None

@@ -42,7 +42,7 @@ def step_view(session: Session, position: float) -> str:
     chunks = run.chunks
     total = len(chunks)
     k = max(0, min(int(position or 0), total + 1))
-    trace = Trace(run.response_spec, prompt=run.prompt, tools=run.tools)
+    trace = Trace(run.response_spec, prompt=run.prompt, tools=run.tools, response_text=run.ran_with[1] if run.ran_with else None)
     classes = field_classes(trace.template.fields)
     events = EventsView("step", classes)
     events.add(trace.initial_events, source="prompt")

@@ -43,9 +43,18 @@ class PromptView:
     response_diagnostics: list[Diagnostic]
 
 
+# An empty response template is where a workspace of one's own model starts (no error: nothing to fix yet).
+NO_RESPONSE_TEMPLATE = Diagnostic("info", "No response template yet: the output is shown unparsed.", "response_template",
+                                  hint="“Draft from the chat template” (below) reads one off the chat template; or start "
+                                       "from a format of the library.")  # fmt: skip
+
+
 def response_spec(session: Session) -> tuple[LoadedSpec, dict | None]:
     """The response template as loaded now, and the spec to parse with (the last good one when
-    the current text has errors)."""
+    the current text has errors; none when there is no text at all)."""
+    if not session.workspace.response_template.strip():
+        session.last_spec = None
+        return LoadedSpec(None, None, [NO_RESPONSE_TEMPLATE]), None
     loaded = load_response_spec(session.workspace.response_template)
     if loaded.ok:
         session.last_spec = loaded.spec
@@ -77,10 +86,12 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     anchor_end = None
     prefix_segments: list = []
     classes: dict[str, str] = {}
-    special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens)
+    # What reads as a special token: the model's own (its added tokens, when its files were loaded),
+    # the named ones and the stop tokens; then the response template's literal delimiters.
+    special = set(workspace.special_tokens.values()) | set(workspace.stop_tokens) | set(workspace.model_tokens)
     fields = ""
     if spec is not None:
-        trace = Trace(spec, prompt=prompt, tools=case.tools)
+        trace = Trace(spec, prompt=prompt, tools=case.tools, response_text=workspace.response_template if loaded.ok else None)
         classes = field_classes(trace.template.fields)
         if loaded.ok:
             fields = fields_data(workspace.response_template, classes)

@@ -43,9 +43,10 @@ def data_size(value: Any, stop_past: int | None = None) -> int:
 
 
 def workspace_size(workspace: Any) -> int:
-    """About how many bytes a workspace holds (templates, cases, recordings, a pasted output)."""
+    """About how many bytes a workspace holds (templates, cases, recordings, a pasted output, the
+    model's tokenizer_config.json)."""
     texts = (workspace.chat_template, workspace.response_template, workspace.run.pasted,
-             *workspace.other_templates.values())  # fmt: skip
+             *workspace.other_templates.values(), workspace.tokenizer_config, *workspace.model_tokens)  # fmt: skip
     size = sum(len(t) for t in texts if isinstance(t, str))
     size += sum(data_size(case.to_dict()) for case in workspace.cases)
     size += sum(data_size([r.output, r.expected, r.description, r.name]) for r in workspace.recordings)

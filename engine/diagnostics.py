@@ -20,7 +20,9 @@ class Diagnostic:
     range in the model output for problems found while tracing (the region that failed).
     `end_column` is the column just after the offending token, when the problem is one token (an
     unknown filter's name), so an editor can mark exactly it. `file` names the file of a model
-    folder the line is in, when that is not the source's own editor (`tokenizer_config.json`)."""
+    folder the line is in, when that is not the source's own editor (`tokenizer_config.json`).
+    `offset` is the exact character of the model output where parsing stopped (in the whole output,
+    inside `span`), when the parser says."""
 
     severity: Severity
     message: str
@@ -32,6 +34,7 @@ class Diagnostic:
     span: tuple[int, int] | None = None
     end_column: int | None = None
     file: str | None = None
+    offset: int | None = None
 
     def to_dict(self) -> dict:
         data = asdict(self)

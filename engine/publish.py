@@ -151,16 +151,18 @@ def _add_behaviour(plan: PublishPlan, chat_template: ChatTemplate | None, respon
     plan.description = plan.description.rstrip() + "\n\n" + section
 
 
-def templates_zip(chat_template: ChatTemplate, response_template: str | None, *,
+def templates_zip(chat_template: ChatTemplate, response_template: str | None, *, files: dict[str, bytes] | None = None,
                   timeout: float | None = None) -> tuple[bytes | None, list[Diagnostic]]:
-    """The files `save_pretrained` writes for these templates from scratch, as a zip (None when
-    they cannot be built, with why). With `timeout`, built in a bounded worker (see `plan_publish`)."""
+    """The files `save_pretrained` writes for these templates, as a zip (None when they cannot be
+    built, with why): on top of the model's own `files` as loaded (its tokenizer_config.json keeps
+    every other key), or from scratch. With `timeout`, built in a bounded worker (see `plan_publish`)."""
     if timeout is not None:
         made, problem = bounded_or_why(templates_zip, {"chat_template": chat_template, "response_template":
-                                                       response_template}, timeout, doing="Building the files",
-                                       hint="Look for expressions that make huge numbers or strings.")
+                                                       response_template, "files": files}, timeout,
+                                       doing="Building the files",
+                                       hint="Look for expressions that make huge numbers or strings.")  # fmt: skip
         return made if problem is None else (None, [problem])
-    built = build_files({}, chat_template, response_template)
+    built = build_files(dict(files or {}), chat_template, response_template)
     if any(d.severity == "error" for d in built.diagnostics):
         return None, built.diagnostics
     return zip_files(built.files), built.diagnostics

@@ -374,17 +374,37 @@ def special_token_advice(name: str) -> str | None:
             "Special tokens field).")
 
 
+# Where a case's tool-call ids are given, and what templates that check them want.
+CALL_ID_ADVICE = ("give each tool call of the case an `id` of the shape the template wants (Mistral's: 9 letters or "
+                  "digits), in the conversation editor's id field, and each tool reply the same `tool_call_id`.")
+_ABOUT_CALL_IDS = re.compile(r"(?i)\b(?:tool[ _-]?call[ _-]?ids?|call[ _-]ids?)\b|\bids?\b.*\btool")
+
+
+def missing_key_advice(key: str) -> str:
+    """What to do when the template reads `key` of a message or tool call the case gave, and it has
+    none: it belongs in the case (a template kwarg is the wrong advice)."""
+    if key == "id":
+        return "A tool call of this case has no `id`, and the template reads it: " + CALL_ID_ADVICE
+    if key == "tool_call_id":
+        return ("A tool reply of this case has no `tool_call_id`, and the template reads it: give it the `id` of the "
+                "call it answers (the conversation editor's tool_call_id field).")
+    return (f"A message (or tool call) of this case has no `{key}`, and the template reads it: add `{key}` to it in "
+            "the case, or guard it in the template with `is defined`.")
+
+
 def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | None]:
     """A message, a hint and the text to look for on the failing line (to find a column)."""
     text = str(error)
     if isinstance(error, jinja2.UndefinedError):
         read = undefined_read(text)
         needle = (read[1] or read[0]) if read else None
-        special = special_token_advice(read[0]) if read and not read[1] else None
+        if read and read[1]:  # a key of something the case gave (a message, a tool call): not a kwarg
+            return f"Undefined value: {text}", missing_key_advice(read[1]), needle
+        special = special_token_advice(read[0]) if read else None
         return (
             f"Undefined value: {text}",
-            special or "The template reads a variable or key that this case does not provide. Pass it as a "
-            "template kwarg, or guard it with `is defined`.",
+            special or "The template reads a variable that is not passed. Pass it as a template kwarg, or guard it "
+            "with `is defined`.",
             needle,
         )
     if isinstance(error, jinja2.exceptions.SecurityError):
@@ -397,7 +417,10 @@ def _describe_runtime_error(error: Exception) -> tuple[str, str | None, str | No
         )
     if type(error) is jinja2.TemplateError:
         # raise_exception(...) in the template: the author's own message, shown as written.
-        return f"{REFUSAL}{text}", "The template rejects this input on purpose (raise_exception).", "raise_exception"
+        hint = "The template rejects this input on purpose (raise_exception)."
+        if _ABOUT_CALL_IDS.search(text):
+            hint += " It asks for tool-call ids: " + CALL_ID_ADVICE
+        return f"{REFUSAL}{text}", hint, "raise_exception"
     return f"{type(error).__name__}: {text}", None, None
 
 

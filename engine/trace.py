@@ -28,7 +28,8 @@ from transformers.utils.chat_parsing import ResponseParser
 from transformers.utils.chat_parsing.response_templates import ResponseTemplate, load_response_template
 
 from . import limits
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, line_col, line_text
+from .parse_failure import parse_failure
 from .regex_bounds import NO_BUDGET, RegexBudget, RegexTimeout, runs_author_regexes
 from .transformers_compat import TransformersChanged, consumed_position
 
@@ -117,8 +118,10 @@ class Trace:
     """
 
     def __init__(self, template: dict | ResponseTemplate, prompt: str = "", tools: list | None = None,
-                 regex_seconds: float | None = None):
+                 regex_seconds: float | None = None, response_text: str | None = None):
         self.template: ResponseTemplate = load_response_template(template)
+        # The response template's JSON, when known: a region that fails names the line of its field.
+        self.response_text = response_text
         self.prompt = prompt
         self.tools = tools
         self.diagnostics: list[Diagnostic] = []
@@ -566,9 +569,12 @@ class Trace:
         return events
 
     def _fail_region(self, error: Exception) -> None:
-        """Pin a parse failure on the region that was open (body, close delimiter) and end the trace."""
+        """Pin a parse failure on the region that was open (body, close delimiter) and end the trace:
+        said with the exact character where it stopped and why (engine.parse_failure)."""
         end = max(self._cursor, min(consumed_position(self._parser), len(self._text)))
         name = self._current
+        failure = parse_failure(error, name, self._fields.get(name) if name else None, self._text, self._region_start,
+                                end, self._offset, self.response_text)
         if name is not None and end > self._cursor:
             spec = self._fields[name]
             match = spec.close_re.search(self._text, self._cursor) if spec.close_re is not None else None
@@ -578,14 +584,20 @@ class Trace:
             if body_end < end:
                 self._add(body_end, end, "close", name)
             self._cursor = end
-        self._error(f"Region '{name}' could not be parsed: {error}", name, self._region_start, end)
+        self._error(failure.message, name, self._region_start, end, hint=failure.hint, at=failure.offset)
 
     def _error(self, message: str, name: str | None, start: int, end: int, *, source: str = "output",
-               hint: str | None = None) -> None:
-        """Record an error pinned to `[start, end)` (buffer coordinates) and end the trace: the rest
-        of the text is shown as dropped, the message stays what it was."""
+               hint: str | None = None, at: int | None = None) -> None:
+        """Record an error pinned to `[start, end)` (buffer coordinates; `at`: the character where it
+        stopped) and end the trace: the rest of the text is shown as dropped, the message stays what
+        it was."""
         self._ended = True
         out_start, out_end = max(start - self._offset, 0), max(end - self._offset, 0)
+        place: dict = {}
+        if at is not None and at >= self._offset:
+            output = self._text[self._offset :]
+            line, column = line_col(output, at - self._offset)
+            place = {"offset": at - self._offset, "line": line, "column": column, "snippet": line_text(output, line)}
         self.diagnostics.append(
             Diagnostic(
                 "error",
@@ -593,6 +605,7 @@ class Trace:
                 source,  # type: ignore[arg-type]
                 hint=hint or (f"The region '{name}' is highlighted where it failed." if name else None),
                 span=(out_start, out_end),
+                **place,
             )
         )
         if self._cursor < len(self._text):
@@ -649,9 +662,11 @@ def trace_text(
     tools: list | None = None,
     chunks: list[str] | None = None,
     regex_seconds: float | None = None,
+    response_text: str | None = None,
 ) -> TraceResult:
-    """Trace a whole output (fed as `chunks`, or in one piece) and return the final result."""
-    trace = Trace(template, prompt=prompt, tools=tools, regex_seconds=regex_seconds)
+    """Trace a whole output (fed as `chunks`, or in one piece) and return the final result
+    (`response_text`: the response template's JSON, to name its lines in messages)."""
+    trace = Trace(template, prompt=prompt, tools=tools, regex_seconds=regex_seconds, response_text=response_text)
     for chunk in chunks if chunks is not None else [output]:
         trace.feed(chunk)
     trace.finalize()

@@ -7,6 +7,7 @@ one; the command line builds one from a preset or from files. Every decision tha
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -65,6 +66,14 @@ class Workspace:
     # The Hub repo the templates were loaded from (what Publish offers by default).
     source_repo: str = ""
     source_revision: str = ""
+    # The model's tokenizer_config.json as loaded (files, a folder, a Hub repo): a zip writes the
+    # templates into it, every other key kept. "" when the templates came from a preset.
+    tokenizer_config: str = ""
+    # The texts the model's tokenizer treats as special (its added tokens): boxed in the prompt.
+    model_tokens: list[str] = field(default_factory=list)
+    # Fingerprints of the cases and recordings that came with the workspace (a preset's, or the
+    # neutral cases a load starts with), as they came: one the author edited is no longer among them.
+    given: list[str] = field(default_factory=list)
 
     @classmethod
     def from_preset(cls, preset: Preset) -> Workspace:
@@ -93,7 +102,30 @@ class Workspace:
             recordings=recordings,
             run=run,
             round_trip_differences=preset.intended_differences(),
+            given=[fingerprint(item) for item in (*cases, *recordings)],
         )
+
+    def is_given(self, item: Case | Recording) -> bool:
+        """Whether a case or recording is one that came with the workspace, unedited (a preset's,
+        or a neutral case of a load), rather than the author's own."""
+        if fingerprint(item) in self.given:
+            return True
+        if not self.preset:
+            return False
+        try:  # a state saved before fingerprints were kept: the preset says
+            preset = load_preset(self.preset)
+        except (KeyError, ValueError, OSError):
+            return False
+        return fingerprint(item) in {fingerprint(p) for p in (*preset.cases, *preset.recordings)}
+
+    def response_template_is_given(self) -> bool:
+        """Whether the response template is the preset's, unedited."""
+        if not self.preset:
+            return False
+        try:
+            return self.response_template == load_preset(self.preset).response_template
+        except (KeyError, ValueError, OSError):
+            return False
 
     # ----- cases ----------------------------------------------------------------------------
 
@@ -205,6 +237,9 @@ class Workspace:
             "other_templates": self.other_templates,
             "source_repo": self.source_repo,
             "source_revision": self.source_revision,
+            "tokenizer_config": self.tokenizer_config,
+            "model_tokens": self.model_tokens,
+            "given": self.given,
         }
 
     @classmethod
@@ -233,12 +268,21 @@ class Workspace:
                 other_templates=_str_dict(data.get("other_templates") or {}, "other_templates"),
                 source_repo=str(data.get("source_repo", "")),
                 source_revision=str(data.get("source_revision", "")),
+                tokenizer_config=_text(data.get("tokenizer_config", ""), "tokenizer_config"),
+                model_tokens=[str(t) for t in data.get("model_tokens") or []],
+                given=[str(g) for g in data.get("given") or []],
             )
         except (TypeError, ValueError, AttributeError) as e:
             raise ValueError(f"the saved state is malformed ({e})") from e
 
     def copy(self) -> Workspace:
         return copy.deepcopy(self)
+
+
+def fingerprint(item: Case | Recording) -> str:
+    """A short fingerprint of a case or recording as it is now (its JSON)."""
+    data = item.to_dict() if isinstance(item, Case) else asdict(item)
+    return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def workspace_from_json(raw: bytes) -> tuple[Workspace | None, str | None]:

@@ -24,7 +24,8 @@ def test_the_draft_is_shown_for_review_and_the_editor_keeps_its_text() -> None:
     assert '<div class="add">+  &quot;version&quot;: 1,</div>' in shown["draft_diff"]
     report = shown["draft_report"]
     assert 'data-field="reasoning_content"' in report and "not inferable" in report
-    assert "never renders `reasoning_content` in history" in report and "write this field by hand" in report
+    assert "never renders <code>reasoning_content</code> in history" in report and "write this field by hand" in report
+    assert "`" not in report  # the report is rendered, not shown as its markup (issue 35)
     assert 'class="draft-field verified" data-field="content"' in report and "checks of the draft" in report
     assert "response_template" not in shown and sess.workspace.response_template == before and sess.draft
 
@@ -81,3 +82,25 @@ def test_sessions_do_not_share_drafts() -> None:
     pick_preset(second, "blank")
     assert second.draft is None and "Nothing to apply" in apply_draft(second, second.workspace.response_template)["draft_status"]
     assert first.draft is not None
+
+
+def test_the_report_reads_as_sentences_with_code_rendered_and_texts_as_written() -> None:
+    """Issue 35: literal backticks, a truncated Python repr of the history's calls, and bullets such as
+    "the template does not write it in content and a call (tools offered)"."""
+    from pathlib import Path
+
+    from app.draft_panel import report_html
+    from engine.draft import draft_response_template
+
+    fixtures = Path(__file__).parent / "fixtures"
+    own = (fixtures / "own_model" / "chat_template.jinja").read_text(encoding="utf-8")
+    report = report_html(draft_response_template(own, {"bos_token": "<s>", "eos_token": "</s>"}, checks=False))
+    assert ("the chat template does not write <code>content</code> in the probe “content and a call” (tools "
+            "offered), where the message has it") in report
+    assert "`" not in report and "<code>tool_calls</code> opens at" in report
+    disagrees = (fixtures / "draft" / "history_disagrees.jinja").read_text(encoding="utf-8")
+    report = report_html(draft_response_template(disagrees, {"eos_token": "<|im_end|>"}, stop_tokens=["<|im_end|>"]))
+    note = report[report.index("the history writes calls differently") :].split("</li>")[0]
+    assert "\\n" not in note and "&#x27;&lt;" not in note and "side by side" in note  # no repr, cut at 160
+    history = report[report.index("What the history writes") :].split("</pre>")[0]
+    assert '{&quot;name&quot;: &quot;zq_lookup&quot;}' in history  # the whole text, as written

@@ -89,7 +89,7 @@ def test_diagnostics_html_escapes_and_points_a_caret_at_the_column():
                                         snippet="abc <script>", hint="fix it")])  # fmt: skip
     assert "&lt;b&gt;tag&lt;/b&gt;" in html and "<script>" not in html
     assert "line 2, col 5" in html
-    assert "abc &lt;script&gt;\n    ^" in html
+    assert 'abc &lt;script&gt;\n    <span class="caret">^</span>' in html  # the caret marked: a long line scrolls to it
 
 
 def test_an_unexpected_failure_while_rendering_is_a_message(monkeypatch):

@@ -153,3 +153,62 @@ def test_the_loaded_version_is_what_the_page_last_loaded_whole(hub):
     pick_preset(sess, "qwen3")
     assert sess.loaded is None  # a preset is its own loaded version
     assert "the Qwen3 preset as loaded → your edit" in compare_in_playground(**edited(sess))["playground_behaviour"]
+
+
+# --- issue 35: the zip holds the model's own files, every key kept ---------------------------------
+EDITED_TEMPLATE = "{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }}{% endfor %}"
+SPEC = {"version": 1, "defaults": {"role": "assistant"}, "start_anchor": "[assistant] ",
+        "fields": {"content": {"close": "</s>", "content": "text"}}}
+
+
+def saved_model(folder):
+    """A real tokenizer saved by transformers, with keys of its own, and what `save_pretrained` writes
+    once the edited templates are set on it (the files a zip and a pull request must hold)."""
+    from tests.test_hub import tiny_tokenizer
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tiny_tokenizer(), bos_token="<s>", eos_token="</s>",
+                                        unk_token="<unk>", model_max_length=4096, padding_side="left",
+                                        extra_special_tokens={"image_token": "<img>"})  # fmt: skip
+    tokenizer.chat_template = "{% for m in messages %}{{ m.content }}{% endfor %}"
+    tokenizer.save_pretrained(folder / "model")
+    tokenizer.chat_template, tokenizer.response_template = EDITED_TEMPLATE, SPEC
+    tokenizer.save_pretrained(folder / "after")
+    expected = {p.name: p.read_bytes() for p in (folder / "after").iterdir() if p.name != "tokenizer.json"}
+    return folder / "model", expected
+
+
+def zip_files_of(link: str, name: str) -> dict[str, bytes]:
+    with zipfile.ZipFile(zip_in(link, name)) as z:
+        return {n: z.read(n) for n in z.namelist()}
+
+
+@pytest.mark.parametrize("source", ["folder", "upload", "hub"])
+def test_the_zip_holds_exactly_what_save_pretrained_writes_for_the_loaded_model(tmp_path, hub, source):
+    """An uploaded tokenizer_config.json lost every key but response_template in the zip."""
+    from app import page
+    from app.state import Session, encode_workspace
+    from tests.test_app_own_model import load
+
+    model, expected = saved_model(tmp_path)
+    assert {"model_max_length", "padding_side", "extra_special_tokens", "backend"} <= set(
+        json.loads(expected["tokenizer_config.json"]))
+    sess = Session.empty()
+    if source == "upload":
+        load(sess, [str(model / "chat_template.jinja"), str(model / "tokenizer_config.json")])
+    else:
+        if source == "hub":
+            hub.add_repo("author/saved", {p.name: p.read_bytes() for p in model.iterdir()})
+        page.load_hub(sess, str(model) if source == "folder" else "author/saved", "")
+    assert sess.workspace.special_tokens["image_token"] == "<img>"
+    out = download_zip(**edited(sess, EDITED_TEMPLATE, json.dumps(SPEC, indent=2)))
+    assert zip_files_of(out["publish_zip"], "templates.zip") == expected
+    assert "every other key of tokenizer_config.json is kept" in out["publish_messages"]
+    if source == "hub":  # the pull request's files, and the zip the diff offers, are the same
+        shown = preview(**publish_inputs(sess, "author/saved"))
+        assert zip_files_of(shown["publish_zip"], "author--saved-templates.zip") == expected
+    # ... after a reload too: the browser's saved copy carries the model's tokenizer_config.json.
+    restored = Session.empty()
+    page.restore_page(restored, json.dumps({"hash": "", "saved": encode_workspace(sess.workspace)}))
+    again = download_zip(**edited(restored, EDITED_TEMPLATE, json.dumps(SPEC, indent=2)))
+    assert zip_files_of(again["publish_zip"], "templates.zip") == expected

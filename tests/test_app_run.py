@@ -143,12 +143,16 @@ def test_a_region_that_fails_to_parse_is_marked_where_it_happened():
     sess.workspace.run = RunSettings(recording=PASTED, pasted=bad)
     final = RunUpdate.shown(run_all(sess, RunSettings(recording=PASTED, pasted=bad)))
     stream = view_html(final.stream)
-    errored = re.findall(r'<span class="error-span"[^>]*>(.*?)</span></span>', stream, re.S)
+    errored = re.findall(r'<span class="error-span"[^>]*>(.*?)</span></span>(?=<span class="(?:error-span|error-badge))', stream, re.S)
     assert visible_text("".join(errored)) == "<tool_call>{not json}</tool_call>"  # the whole failed region
+    # ... and in it, the character where the JSON stopped (issue 35): the `n` of `not`.
+    assert re.findall(r'<span class="error-char"[^>]*><span class="seg body f2">(.)</span></span>', stream) == ["n"]
     # The badge follows the failed region; the text after it is shown as dropped.
-    assert re.search(r"&lt;/tool_call&gt;</span></span><span class=\"error-badge\"[^>]*>⚠ Region &#x27;tool_calls&#x27; could not be parsed", stream)
+    assert re.search(r"&lt;/tool_call&gt;</span></span><span class=\"error-badge\" title=\"Field &#x27;tool_calls&#x27; "
+                     r"\(content &quot;json&quot;, response template line \d+\) could not parse its region as JSON[^>]*>⚠ Field", stream)
     assert stream.endswith('<span class="seg discarded" title="discarded: no region">&lt;|im_end|&gt;</span>')
-    assert "could not be parsed" in final.diagnostics and 'class="diag error"' in final.diagnostics
+    assert "could not parse its region" in final.diagnostics and 'class="diag error"' in final.diagnostics
+    assert "at output line 1, column 21 (character 21 of the output)" in final.diagnostics
 
 
 def test_simulated_run_parses_back_to_a_message():

@@ -70,18 +70,21 @@ def test_load_files_reads_the_template_and_the_tokenizer_config(tmp_path):
         write(tmp_path, "chat_template.jinja", "{{ messages[0]['content'] }}\n"),
         write(tmp_path, "tokenizer_config.json", json.dumps({"eos_token": "</s>", "response_template": json.loads(RESPONSE)})),
     ]
-    workspace, notes = from_files(current, paths)
+    start, notes = from_files(current, paths)
+    workspace = start.workspace
     assert workspace.chat_template == "{{ messages[0]['content'] }}\n"
     assert json.loads(workspace.response_template) == json.loads(RESPONSE)
     assert workspace.special_tokens.get("eos_token") == "</s>"
-    assert [c.name for c in workspace.cases] == [c.name for c in current.cases]  # cases stay
+    assert [c.name for c in current.cases] == [c.name for c in workspace.cases][-2:]  # the author's own cases stay
     assert workspace.kwarg_specs == {}  # the new template never mentions enable_thinking
 
 
 def test_load_files_accepts_a_bare_response_template_and_reports_junk(tmp_path):
     current = session().workspace
-    workspace, notes = from_files(current, [write(tmp_path, "response_template.json", RESPONSE), write(tmp_path, "notes.txt", "hi")])
+    start, notes = from_files(current, [write(tmp_path, "response_template.json", RESPONSE), write(tmp_path, "notes.txt", "hi")])
+    workspace = start.workspace
     assert workspace.response_template == RESPONSE and workspace.chat_template == current.chat_template
+    assert workspace.cases == current.cases  # no chat template: an edit of this workspace
     assert any("notes.txt" in d.message for d in notes)
     workspace, problems = from_files(current, [write(tmp_path, "broken.json", "{")])
     assert workspace is None and any("not valid JSON" in d.message for d in problems)
@@ -94,7 +97,8 @@ def test_load_from_a_folder_laid_out_like_a_repo(tmp_path):
     write(tmp_path, "tokenizer_config.json", json.dumps({"bos_token": "<s>", "response_template": json.loads(RESPONSE)}))
     (tmp_path / "additional_chat_templates").mkdir()
     write(tmp_path / "additional_chat_templates", "tool_use.jinja", "tools!")
-    workspace, notes = from_hub(session().workspace, str(tmp_path), "")
+    start, notes = from_hub(session().workspace, str(tmp_path), "")
+    workspace = start.workspace
     assert workspace.chat_template == CHATML and workspace.other_templates == {"tool_use": "tools!"}
     assert any("named chat templates" in d.message for d in notes)
     assert workspace.source_repo == ""  # a folder cannot be published to

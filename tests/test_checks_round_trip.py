@@ -11,6 +11,8 @@ from engine.checks import run_checks
 from engine.text import show_difference, visible
 from engine.checks.round_trip import _longest_suffix_in, compare_messages, cut_at_stop, normalise_message
 from engine.checks.round_trip_output import diff_hunks
+from engine.checks.results import Location
+from engine.workspace import Workspace
 
 FIXTURES = Path(__file__).parent / "fixtures" / "checks"
 GOOD_CHAT = (FIXTURES / "chatml" / "chat_template.jinja").read_text()
@@ -54,7 +56,7 @@ def test_the_good_pair_passes_every_check() -> None:
         "response_lint.overlapping_literals",
     }  # fmt: skip
     [weather] = results(report, "round_trip.message", "case 'weather'")
-    assert "message 1: round-trips (content, reasoning_content, tool_calls)" in weather.details
+    assert "message 2: round-trips (content, reasoning_content, tool_calls)" in weather.details  # counted from 1
     assert report.status == "pass" and json.loads(json.dumps(report.to_dict()))["checks"]
 
 
@@ -131,7 +133,7 @@ def test_output_side_reports_earlier_turns_rewritten_by_the_template() -> None:
     assert "renders an earlier turn's `reasoning_content` differently once a later assistant turn follows" in output.details
     # The message side finds each turn even though the history before it changes.
     [weather] = results(report, "round_trip.message", "case 'weather'")
-    assert weather.status == "pass" and "message 3: round-trips (content)" in weather.details
+    assert weather.status == "pass" and "message 4: round-trips (content)" in weather.details
     documented = check(chat=broken("drops_earlier_reasoning.jinja"), round_trip_differences={"reasoning_content": "history drops it"})
     [output] = results(documented, "round_trip.output", "recording 'answer-after-result'")
     assert output.status == "pass" and "documented: history drops it" in output.details
@@ -226,3 +228,47 @@ def test_show_difference_marks_the_spot_with_visible_whitespace() -> None:
     assert visible("a b\tc\n") == "a·b→c⏎"
     shown = show_difference("same\nA", "same\nB", 5, ("left", "right"))
     assert shown.splitlines() == ["   left: same⏎▕A", "  right: same⏎▕B"]
+
+
+# --- issue 35: every failure names the template and line that caused it ---------------------------
+OWN_MODEL = Path(__file__).parent / "fixtures" / "own_model"
+
+
+def own_model_workspace() -> Workspace:
+    """The Mistral-style model of tests/fixtures/own_model with its drafted response template."""
+    from engine.draft import draft_response_template
+
+    template = (OWN_MODEL / "chat_template.jinja").read_text(encoding="utf-8")
+    tokens = {"bos_token": "<s>", "eos_token": "</s>"}
+    draft = draft_response_template(template, tokens, checks=False)
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    case = Case("tools offered", [{"role": "user", "content": "Weather in Paris?"}], tools=tools)
+    return Workspace(chat_template=template, response_template=draft.text, special_tokens=tokens, stop_tokens=["</s>"],
+                     cases=[case], case_name=case.name)
+
+
+CALL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}]'
+
+
+def test_content_the_chat_template_drops_before_a_call_is_the_chat_template_s_line():
+    """It pointed at the response template's `content` field, which parsed the text right."""
+    workspace = own_model_workspace()
+    report = workspace.run_checks(runs=[(workspace.cases[0], "Let me check." + CALL + "</s>")], families=["round_trip"])
+    [failure] = [c for c in report.checks if c.status == "fail"]
+    lines = workspace.chat_template.splitlines()
+    assert failure.location.source == "chat_template" and "'[TOOL_CALLS]['" in lines[failure.location.line - 1]
+    assert f"chat template line {failure.location.line}, which writes '[TOOL_CALLS]['" in failure.details
+    assert "leaves out `content`" in failure.details and "'Let·me·check.' into `content`" in failure.details
+
+
+def test_an_output_that_does_not_parse_says_where_in_the_output_and_which_template_line():
+    workspace = own_model_workspace()
+    output = CALL + " and more</s>"
+    report = workspace.run_checks(runs=[(workspace.cases[0], output)], families=["round_trip"])
+    [failure] = [c for c in report.checks if c.status == "fail"]
+    line = next(i for i, text in enumerate(workspace.response_template.splitlines(), 1) if '"content": "json"' in text)
+    assert failure.location == Location("response_template", line, failure.location.column)
+    at = output.index("and more") + 1  # 1-based: the first character after the JSON
+    assert f"response template line {line}) could not parse its region as JSON: Extra data at output line 1, column {at}" in failure.details
+    assert "Hint: The JSON value ends before 'and·more'" in failure.details

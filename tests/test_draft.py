@@ -86,7 +86,7 @@ def test_llama_bare_json_calls_come_from_the_library_format_the_history_agrees_w
     assert parse("llama_json_calls", tagged)["tool_calls"] == [call("get_weather", city="Paris")]
     assert parse("llama_json_calls", "Sunny, 21 degrees.<|eot_id|>") == {"role": "assistant", "content": "Sunny, 21 degrees."}
     notes = " ".join(draft.report("tool_calls").notes)
-    assert "refuses two calls" in notes and "single tool-calls" in notes  # the template's raise_exception, reported
+    assert "refuses the probe “two calls” (tools offered)" in notes and "single tool-calls" in notes  # the template's raise_exception, reported
 
 
 def test_mistral_tool_calls_list_with_ids_and_no_generation_prompt() -> None:
@@ -133,7 +133,8 @@ def test_command_style_plan_actions_and_prefilled_response() -> None:
               '"get_weather", "parameters": {"city": "Paris"}}]<|END_ACTION|><|END_OF_TURN_TOKEN|>')  # fmt: skip
     assert parse("command_actions", output) == {
         "role": "assistant", "reasoning_content": "Look it up.", "tool_calls": [call("get_weather", city="Paris")]}
-    assert "does not write it in reasoning and content" in " ".join(draft.report("reasoning_content").notes)
+    assert ("does not write `reasoning_content` in the probes “reasoning and content”"
+            in " ".join(draft.report("reasoning_content").notes))
 
 
 def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:

@@ -76,7 +76,7 @@ def test_smollm3_history_drops_reasoning_and_calls_but_the_instructions_and_the_
 def test_gpt_oss_content_next_to_a_call_goes_to_the_analysis_channel_and_the_report_says_so() -> None:
     report = drafted("gpt-oss").report("content")
     assert report.status == "unverified"
-    assert "content and a call (tools offered): its text comes back in `reasoning_content`" in report.message
+    assert "“content and a call” (tools offered): its text comes back in `reasoning_content`" in report.message
 
 
 # ----- the command line ---------------------------------------------------------------------------

@@ -352,14 +352,15 @@ def test_render_explain_on_the_command_line(cli, tmp_path) -> None:
     listing = cli("render", "--chat-template", tmp_path / "t.jinja", "--case", tmp_path / "case.json", "--explain")
     rows = listing.stdout.splitlines()
     assert rows[0].split() == ["where", "message", "kind", "text", "written", "by"]
-    assert any(r.split()[:4] == ["2:22", "1", "expression", "user"] and r.endswith("message.role") for r in rows)
+    # Messages are counted from 1 (as the page's cards are): the user's is message 2, after the system's.
+    assert any(r.split()[:4] == ["2:22", "2", "expression", "user"] and r.endswith("message.role") for r in rows)
     assert any(r.split()[:4] == ["5:1", "-", "text", "<|im_start|>assistant⏎"] for r in rows)
     # An expression written over several lines is still one row, its source on that row.
     (tmp_path / "t.jinja").write_text("{% for m in messages %}{{ m.role\n  | upper }}{% endfor %}")
     listing = cli("render", "--chat-template", tmp_path / "t.jinja", "--case", tmp_path / "case.json", "--explain")
     rows = listing.stdout.splitlines()
     assert len(rows) == 1 + len(MESSAGES[:2]), listing.stdout
-    assert rows[1].split()[:4] == ["1:27", "0", "expression", "SYSTEM"] and rows[1].endswith("m.role | upper"), rows[1]
+    assert rows[1].split()[:4] == ["1:27", "1", "expression", "SYSTEM"] and rows[1].endswith("m.role | upper"), rows[1]
 
 
 def test_trace_explain_on_the_command_line(cli, tmp_path) -> None:

@@ -234,3 +234,18 @@ def test_locate_false_keeps_the_message_and_line_of_a_runtime_error_not_its_exac
     assert (located.message, located.line) == (plain.message, plain.line) and located.line == 2
     assert located.column == template.splitlines()[1].rindex("missing") + 1  # the read that failed
     assert plain.column == template.splitlines()[1].index("missing") + 1  # the first mention of the name
+
+
+def test_a_missing_tool_call_id_gets_a_hint_about_ids_not_template_kwargs():
+    """"Pass it as a template kwarg" was the hint for a key the case's tool call lacks (issue 35)."""
+    calls = [{"role": "assistant", "tool_calls": [{"type": "function", "function": {"name": "f", "arguments": {}}}]}]
+    reads = render("{% for m in messages %}{% for c in m.tool_calls %}{{ c.id.upper() }}{% endfor %}{% endfor %}", calls)
+    [problem] = reads.diagnostics
+    assert "has no attribute 'id'" in problem.message and "template kwarg" not in problem.hint
+    assert "tool call of this case has no `id`" in problem.hint and "id field" in problem.hint
+    refuses = render("{% for m in messages %}{% for c in m.tool_calls %}{% if c.id is not defined %}"
+                     "{{ raise_exception('Tool call IDs should be alphanumeric strings with length 9!') }}"
+                     "{% endif %}{% endfor %}{% endfor %}", calls)
+    assert "asks for tool-call ids" in refuses.diagnostics[0].hint
+    unpassed = render("{{ mode.upper() }}", [{"role": "user", "content": "Hi"}])
+    assert "template kwarg" in unpassed.diagnostics[0].hint  # a top-level name: a kwarg is the advice

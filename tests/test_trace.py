@@ -189,6 +189,10 @@ def test_invalid_tool_call_json_is_pinned_to_its_region() -> None:
         start, end = error.span
         assert output[start:end] == output[output.index("<tool_call>") : output.index("\nafter")]
         assert "tool_calls" in error.message and "JSON" in error.message
+        # The exact character where the JSON stopped, in the whole output (issue 35), and a hint for it.
+        assert output[error.offset :].startswith("city: Paris") and "(character 68 of the output)" in error.message
+        assert (error.line, error.column) == (2, 50) and error.snippet == output.splitlines()[1]
+        assert "unquoted_keys" in error.hint
         assert trace.message == {"role": "assistant", "reasoning_content": "ok"}  # the message so far
         segments = trace.segments()
         check_tiling(segments, len(output))

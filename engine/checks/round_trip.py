@@ -38,7 +38,7 @@ class Turn:
     def sample(self) -> Sample:
         """The turn as an output: its case is the conversation before it, with a generation prompt."""
         history = replace(self.case, messages=self.case.messages[: self.index], add_generation_prompt=True, continue_final_message=False)
-        return Sample(f"{self.case.name} #{self.index}", history, self.output, origin="rendered turn", prompt=self.prompt)
+        return Sample(f"{self.case.name} #{self.index + 1}", history, self.output, origin="rendered turn", prompt=self.prompt)
 
 
 def assistant_turns(ctx: CheckContext) -> tuple[list[Turn], list[CheckResult]]:
@@ -57,7 +57,7 @@ def _turn(ctx: CheckContext, case: Case, index: int) -> Turn | CheckResult:
     subject = f"case {case.name!r}"
     full = ctx.render(case, case.messages[: index + 1], add_generation_prompt=False, continue_final_message=False)
     if not full.ok:
-        return _render_failure(full.diagnostics, subject, f"rendering up to message {index} failed")
+        return _render_failure(full.diagnostics, subject, f"rendering up to message {index + 1} failed")
     text = full.prompt or ""
     prompt = ctx.render(case, case.messages[:index], add_generation_prompt=True, continue_final_message=False) if index else None
     start = None
@@ -78,7 +78,7 @@ def _turn(ctx: CheckContext, case: Case, index: int) -> Turn | CheckResult:
         if not anchors:
             return CheckResult(
                 NAME, "fail",
-                f"The start anchor never occurs in the conversation rendered up to message {index}, so the "
+                f"The start anchor never occurs in the conversation rendered up to message {index + 1}, so the "
                 "assistant turn cannot be found.",
                 ctx.key_location("start_anchor_pattern" if "start_anchor_pattern" in ctx.spec else "start_anchor"),
                 subject,
@@ -151,7 +151,7 @@ def check_message_round_trip(ctx: CheckContext, turns: list[Turn]) -> list[Check
 def _compare_turn(ctx: CheckContext, turn: Turn) -> tuple[list[str], list[str], list[str]]:
     """Lines describing one assistant message's round trip, the fields that fail it, and the fields
     lost for a reason that is not documented."""
-    head = f"message {turn.index}"
+    head = f"message {turn.index + 1}"  # counted from 1, as the conversation editor's cards are
     rendered = f"  rendered turn: {short(turn.output, 200)} {turn.note}".rstrip()
     parsed, error = parse_turn(ctx, turn)
     if error is not None:

@@ -11,6 +11,7 @@ whitespace."""
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import re
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from transformers.utils.chat_parsing import parse_response
 
 from ..diagnostics import line_col
+from ..render import render
 from ..trace import Segment, Trace
 from ..cases import Case
 from ..content_parts import as_parts, writes_parts
@@ -47,14 +49,28 @@ def check_output_round_trip(ctx: CheckContext, sample: Sample) -> list[CheckResu
     try:
         message = parse_response(sample.output, ctx.template, prefix=prompt, tools=sample.case.tools)
     except Exception as e:  # noqa: BLE001 - the parser's message is the finding
-        error = f"{type(e).__name__}: {e}"
-        details = f"The output does not parse: {indent_error(error)}{ctx.anchor_hint(prompt)}"
-        return [CheckResult(NAME, "fail", details, ctx.field_location(ctx.field_named_in(error)), subject)]
+        return [_does_not_parse(ctx, sample, prompt, e)]
     results = []
     if sample.expected is not None:
         results.append(_expected(ctx, sample, message))
     results.append(_round_trip(ctx, sample, prompt, message))
     return results
+
+
+def _does_not_parse(ctx: CheckContext, sample: Sample, prompt: str, error: Exception) -> CheckResult:
+    """The output does not parse: where it stopped (the character of the output, the field and the
+    response template line that parses it) and why, as the run's own trace says it."""
+    trace = Trace(ctx.template, prompt=prompt, tools=sample.case.tools, response_text=ctx.response_text)
+    trace.feed(sample.output)
+    trace.finalize()
+    failure = next((d for d in trace.diagnostics if d.severity == "error" and d.source == "output"), None)
+    if failure is None:  # the trace parsed it after all: transformers' own words
+        message, hint = indent_error(f"{type(error).__name__}: {error}"), None
+    else:
+        message, hint = failure.message, failure.hint
+    name = ctx.field_named_in(message) or ctx.field_named_in(str(error))
+    details = f"The output does not parse: {message}" + (f"\n  Hint: {hint}" if hint else "") + ctx.anchor_hint(prompt)
+    return CheckResult(NAME, "fail", details, ctx.field_location(name, "content"), sample.subject)
 
 
 def _expected(ctx: CheckContext, sample: Sample, message: dict) -> CheckResult:
@@ -126,7 +142,52 @@ def _round_trip(ctx: CheckContext, sample: Sample, prompt: str, message: dict) -
     lines.append(f"Parsed message: {short(json.dumps(message, ensure_ascii=False), 300)}")
     field = _fields_at(_segments(ctx, prompt, sample), first.a0 - len(prompt), first.a1 - len(prompt), sample.output) if first.a0 >= len(prompt) else set()
     location = ctx.field_location(sorted(field)[0]) if field else Location("chat_template")
+    dropped = _dropped_by_chat_template(ctx, sample, message, expected, again, first, field)
+    if dropped is not None:
+        why, location = dropped
+        lines.insert(1, why)
     return CheckResult(NAME, status, "\n".join(lines) + note, location, subject)
+
+
+def _dropped_by_chat_template(ctx: CheckContext, sample: Sample, message: dict, expected: str, again: str, first: Hunk,
+                              fields: set[str]) -> tuple[str, Location] | None:
+    """When the parser read a field's text right and the chat template does not write it back (a
+    template that drops content before a call), the cause is the chat template: which field, and the
+    template line that writes the turn where the text went missing. None when the parse is the cause."""
+    lost = expected[first.a0 : first.a1].strip()
+    if not lost:
+        return None
+    for name in sorted(fields):
+        value = message.get(name)
+        if isinstance(value, str) and lost in value and lost not in again[first.b0 :]:
+            line, column, written = _writer(ctx, sample, message, first.b0)
+            at = f" (chat template line {line}" + (f", which writes {short(written)!r}" if written else "") + ")" if line else ""
+            why = (f"  The chat template leaves out `{name}` when it writes this turn back{at}: the parser read "
+                   f"{short(lost)!r} into `{name}`, and the conversation rendered with the parsed message does not "
+                   f"have it. If the model writes `{name}` here, render it in that branch of the chat template; if "
+                   "the template drops it on purpose, mark this result as intended.")  # fmt: skip
+            return why, Location("chat_template", line, column)
+    return None
+
+
+def _writer(ctx: CheckContext, sample: Sample, message: dict, index: int) -> tuple[int | None, int | None, str]:
+    """The chat template line (and column) that wrote character `index` of the conversation
+    rendered with `message` appended (engine.provenance), and the text it wrote there."""
+    case = sample.case
+    history = case.messages[:-1] if case.continue_final_message else case.messages
+    for appended in (message, fit_variant("ids").apply(Case("parsed", [*history, message]), None).messages[-1]):
+        result = render(ctx.chat_template, copy.deepcopy([*history, appended]), case.tools, case.documents,
+                        add_generation_prompt=False, template_kwargs={**ctx.template_kwargs, **case.template_kwargs},
+                        special_tokens={**ctx.special_tokens, **case.special_tokens}, explain=True)
+        pieces = result.explanation.pieces if result.ok and result.explanation is not None else None
+        if pieces:
+            piece = next((p for p in pieces if p.start <= index < p.end), None) or next(
+                (p for p in reversed(pieces) if p.start < index), None)
+            if piece is not None:
+                return piece.line, piece.column, (result.prompt or "")[piece.start : piece.end]
+        if result.ok:
+            break
+    return None, None, ""
 
 
 def _render_back(ctx: CheckContext, sample: Sample, message: dict):

@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     except RunnerError as e:
         return _finish(args, "", None, [], [], problems + [e.diagnostic], 0, 0.0)
 
-    trace = Trace(loaded.template, prompt=prompt, tools=tools, regex_seconds=timeout)
+    trace = Trace(loaded.template, prompt=prompt, tools=tools, regex_seconds=timeout, response_text=workspace.response_template)
     colours = field_colours(loaded.template.fields)
     view = None if args.json else _TeachingView(trace, prompt, colours)
     stop = threading.Event()

@@ -94,7 +94,10 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"cannot load tokenizer {args.tokenizer}: {e}") from None
     else:
         chunks = split_text(output, args.chunk_size, args.random_chunks)
-    result = trace_text(loaded.template, output, prefix, tools, chunks, regex_seconds=timeout)
+    # Lines of the response template are named when it is a file of its own (not inside a config).
+    whole_file = inputs.origins["response_template"].start is None
+    result = trace_text(loaded.template, output, prefix, tools, chunks, regex_seconds=timeout,
+                        response_text=inputs.response_template if whole_file else None)
     diagnostics = loaded.diagnostics + result.diagnostics
     origins = None
     if args.explain:  # where each key is written in the file (a tokenizer_config.json holds the template inside)

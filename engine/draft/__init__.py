@@ -183,7 +183,7 @@ def _locate(turns: list[Turn]) -> tuple[dict[str, str], dict[str, list[str]]]:
         for name, why in located.missing.items():
             missing.setdefault(name, why)
         if located.lost_calls and len(located.lost_calls) < len(turn.probe.message.get("tool_calls", [])):
-            lost.setdefault("tool_calls", []).append(turn.probe.label)
+            lost.setdefault("tool_calls", []).append(turn.probe.phrase)
     return missing, lost
 
 
@@ -253,21 +253,21 @@ def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failu
         notes.append(f"documented difference: {documented}")
     refused = [f for f in failures if name in f.probe.message]
     if refused:
-        notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
-    spills = sorted({o.turn.probe.label for o in outcomes if name in o.spilled})
+        notes.append(f"the chat template refuses {_probes(f.probe.phrase for f in refused)}: {refused[0].message}")
+    spills = sorted({o.turn.probe.phrase for o in outcomes if name in o.spilled})
     shown = sum(1 for t in turns if any(s.field == name for s in t.spans))
     if name in built.left_out or built.spec is None or name not in built.spec["fields"]:
         why = built.left_out.get(name, "not written")
         message = _not_inferable(name, why, turns, chat_template)
         if spills:
-            notes.append(f"until it is written, its text lands in another field ({_probes(spills)})")
+            notes.append(f"until it is written, its text lands in another field (in {_probes(spills)})")
         return FieldReport(name, "not_inferable", message, notes, shown)
-    unwritten = [t.probe.label for t in turns if name in t.probe.message and not any(s.field == name for s in t.spans)]
+    unwritten = [t.probe.phrase for t in turns if name in t.probe.message and not any(s.field == name for s in t.spans)]
     if unwritten:
-        notes.append(f"the template does not write it in {_probes(unwritten)}")
+        notes.append(f"the chat template does not write `{name}` in {_probes(unwritten)}, where the message has it")
     if name in lost:
         notes.append(_lost(lost[name]))
-    bad = [(o.turn.probe.label, o.failed[name]) for o in outcomes if name in o.failed]
+    bad = [(o.turn.probe.phrase, o.failed[name]) for o in outcomes if name in o.failed]
     described = describe(name, built.spec["fields"][name], name == built.implicit)
     if bad:
         first = "; ".join(f"{label}: {why}" for label, why in bad[:3])
@@ -288,13 +288,13 @@ def library_report(name: str, choice: Choice, left_out: str | None, failures: li
     notes = [f"documented difference: {documented}"] if documented else []
     refused = [f for f in failures if name in f.probe.message]
     if refused:
-        notes.append(f"the chat template refuses {_probes(f.probe.label for f in refused)}: {refused[0].message}")
+        notes.append(f"the chat template refuses {_probes(f.probe.phrase for f in refused)}: {refused[0].message}")
     shown = candidate.probes[1] if name == "tool_calls" else sum(1 for t in turns if any(s.field == name for s in t.spans))
     if lost:
         notes.append(_lost(lost))
     if choice.disagreement is not None and name == "tool_calls":
-        notes.append(f"the history writes calls differently, which is a bug in the chat template (the check "
-                     f"chat_lint.history_calls shows both texts): {choice.disagreement.history[:160]!r}")  # fmt: skip
+        notes.append("the history writes calls differently, which is a bug in the chat template: the report shows both "
+                     "texts side by side (so does the check `chat_lint.history_calls`)")
     elif left_out == "not written":
         notes.append(f"the history alone does not show it: the chat template never writes `{name}` into an assistant turn")
     elif left_out:
@@ -353,9 +353,11 @@ def _quote(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _probes(labels: Any) -> str:
-    labels = list(dict.fromkeys(labels))
-    return ", ".join(labels[:3]) + (f" and {len(labels) - 3} more" if len(labels) > 3 else "")
+def _probes(phrases: Any) -> str:
+    """“the probe “a call” (tools offered)”, “the probes “a call” (no tools), … and 2 more”."""
+    phrases = list(dict.fromkeys(phrases))
+    listed = ", ".join(phrases[:3]) + (f" and {len(phrases) - 3} more" if len(phrases) > 3 else "")
+    return f"the probe{'s' if len(phrases) > 1 else ''} {listed}"
 
 
 def _bounded(timeout: float, **kwargs: Any) -> Draft:

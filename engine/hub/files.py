@@ -11,7 +11,7 @@ import io
 import json
 import re
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Literal
 
@@ -53,13 +53,18 @@ def is_template_file(path: str) -> bool:
 class TemplatesFound:
     """What a repo's files say: the chat template (one text, or named texts with `default` as the
     main one), where it came from, the response template as JSON text, the special tokens the
-    template can read (`bos_token`, …), and problems found on the way."""
+    template can read (`bos_token`, …), and problems found on the way. `added_tokens`: the texts
+    the tokenizer treats as special (`added_tokens_decoder` entries marked special), which the
+    prompt view boxes; `files`: the files as read, when they were handed over one by one (an upload:
+    what a zip writes on top of; a repo's are `HubTemplates.files`)."""
 
     chat_template: ChatTemplate | None
     origin: TemplateOrigin | None
     response_template: str | None
     special_tokens: dict[str, str]
     diagnostics: list[Diagnostic]
+    added_tokens: list[str] = field(default_factory=list)
+    files: dict[str, bytes] = field(default_factory=dict)
 
 
 def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True) -> TemplatesFound:
@@ -123,7 +128,8 @@ def read_templates(files: dict[str, bytes], *, expect_chat_template: bool = True
         value = config["response_template"]
         response_template = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
     special_tokens = special_tokens_of(config or {}, _json_file(texts, SPECIAL_TOKENS_MAP, diagnostics) or {})
-    return TemplatesFound(chat_template, origin, response_template, special_tokens, diagnostics)
+    return TemplatesFound(chat_template, origin, response_template, special_tokens, diagnostics,
+                          added_tokens_of(config or {}))
 
 
 @dataclass
@@ -352,6 +358,19 @@ def special_tokens_of(config: dict, special_tokens_map: dict | None = None) -> d
         if isinstance(value, str):
             tokens[key] = value
     return tokens
+
+
+def added_tokens_of(config: dict) -> list[str]:
+    """The texts of the tokens a tokenizer_config.json's `added_tokens_decoder` marks special (what
+    `tokenizer.all_special_tokens` would hold besides the named ones), in id order."""
+    decoder = config.get("added_tokens_decoder")
+    if not isinstance(decoder, dict):
+        return []
+    found = []
+    for key, token in decoder.items():
+        if isinstance(token, dict) and token.get("special") and isinstance(token.get("content"), str) and token["content"]:
+            found.append((int(key) if str(key).isdigit() else 0, token["content"]))
+    return list(dict.fromkeys(text for _, text in sorted(found)))
 
 
 def _lines(data: bytes | None) -> list[str]:

@@ -42,6 +42,7 @@ class HubTemplates:
     files: dict[str, bytes] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     is_repo: bool = True
+    added_tokens: list[str] = field(default_factory=list)  # the tokens the tokenizer treats as special
 
     @property
     def ok(self) -> bool:
@@ -162,5 +163,5 @@ def _templates(source: str, revision: str | None, commit: str | None, files: dic
     return HubTemplates(
         source=source, revision=revision, commit=commit, chat_template=found.chat_template, origin=found.origin,
         response_template=found.response_template, special_tokens=found.special_tokens, files=files,
-        diagnostics=diagnostics + found.diagnostics, is_repo=is_repo,
+        diagnostics=diagnostics + found.diagnostics, is_repo=is_repo, added_tokens=found.added_tokens,
     )

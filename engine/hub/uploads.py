@@ -4,6 +4,7 @@ line) rather than as a repo: which file is which, read with the same precedence 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from ..diagnostics import Diagnostic
 from .files import (
@@ -55,6 +56,6 @@ def read_uploads(uploads: dict[str, bytes]) -> TemplatesFound:
         return TemplatesFound(None, None, response_text, {}, problems)
     found = read_templates(files, expect_chat_template=response_text is None)
     response = response_text if response_text is not None else found.response_template
-    if found.chat_template is None and response is None:
+    if found.chat_template is None and response is None and TOKENIZER_CONFIG not in files:
         problems.append(Diagnostic("error", "No template found in these files.", "hub"))
-    return TemplatesFound(found.chat_template, found.origin, response, found.special_tokens, problems + found.diagnostics)
+    return replace(found, response_template=response, diagnostics=problems + found.diagnostics, files=files)

@@ -28,7 +28,7 @@ def prompt_listing(prompt: str, pieces: Sequence[Piece]) -> str:
             notes.append("via line " + ", ".join(str(site.line) for site in piece.calls))
         if piece.template is not None:
             notes.append(f"template {piece.template}")
-        message = "-" if piece.message is None else str(piece.message)
+        message = "-" if piece.message is None else str(piece.message + 1)  # counted from 1, as the page does
         rows.append((where, message, piece.kind, short(prompt[piece.start : piece.end], TEXT_WIDTH), "; ".join(notes)))
     return _table(rows)
 

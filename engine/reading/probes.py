@@ -98,6 +98,11 @@ class Probe:
     def label(self) -> str:
         return f"{self.name} ({self.context.name})"
 
+    @property
+    def phrase(self) -> str:
+        """The probe as a sentence names it: “content and a call” (tools offered)."""
+        return f"“{self.name}” ({self.context.name})"
+
 
 @dataclass
 class Turn:

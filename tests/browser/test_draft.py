@@ -37,7 +37,10 @@ def test_draft_shows_a_diff_and_report_applies_on_request_and_undoes(page: Page)
     expect(page.locator("#draft-diff .add").filter(has_text='"tool_calls"')).to_have_count(1)
     calls = page.locator('#draft-report .draft-field[data-field="tool_calls"]')
     expect(calls).to_contain_text("verified")
-    expect(calls).to_contain_text("the chat template never writes `tool_calls` into an assistant turn")
+    # The report is rendered: names are code, not text in backticks (issue 35).
+    expect(calls).to_contain_text("the chat template never writes tool_calls into an assistant turn")
+    expect(calls.locator("li code", has_text="tool_calls")).to_have_count(1)
+    assert "`" not in page.locator("#draft-report").text_content()
     expect(page.locator("#draft-report .draft-format")).to_contain_text("From the format library")
     expect(page.locator("#draft-report .draft-format")).to_contain_text("the tool instructions")
     expect(page.locator("#draft-report .draft-checks")).to_contain_text("passed")
@@ -69,7 +72,9 @@ def test_a_history_unlike_the_instructions_is_shown_side_by_side(page: Page):
     told, history = found.locator(".draft-sides > div").all()
     expect(told.locator("pre")).to_contain_text('{"name": <function-name>, "arguments": <args-json-object>}')
     expect(history.locator("pre")).to_contain_text('{"name": "zq_lookup"}, "arguments": {')
-    # Side by side: the two texts start at the same height.
+    # Side by side: the two texts start at the same height, each in a monospaced font (laid out as written).
     assert abs(told.bounding_box()["y"] - history.bounding_box()["y"]) < 2
+    for side in (told, history):
+        assert "monospace" in side.locator("pre").evaluate("(e) => getComputedStyle(e).fontFamily")
     expect(page.locator('#draft-report .draft-field[data-field="tool_calls"]')).to_contain_text("a bug in the chat template")
     screenshot(page, "draft-disagreement")

@@ -55,7 +55,9 @@ def test_hover_a_prompt_character_highlights_its_template_line_and_message(page:
     # Its card in the conversation editor (and its lines in the JSON view, when that is shown).
     page.wait_for_selector(f'#conversation [data-message="{index}"].pv-msg')
     assert page.locator("#conversation .pv-msg").count() == 1
-    assert f"message {index} (user)" in page.locator("#pv-readout").text_content()
+    # Counted from 1, as the card's own title is ("Message 2"), not from 0 (issue 35).
+    card = page.locator(f'#conversation [data-message="{index}"] > legend').text_content()
+    assert card == f"Message {index + 1}" and f"message {index + 1} (user)" in page.locator("#pv-readout").text_content()
     screenshot(page, "provenance-hover")
 
 

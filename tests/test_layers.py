@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("checks", ("engine.checks",)),  # the judgements
     ("draft", ("engine.draft",)),  # the reading, verified by the checks
     ("what changes for the model", ("engine.behaviour", "engine.publish")),  # two versions compared; a pull request that says so
-    ("workspace", ("engine.workspace",)),  # the author's document
+    ("workspace", ("engine.workspace", "engine.model_workspace")),  # the author's document
     ("runners", ("engine.runners",)),  # where model output comes from
     ("commands / app", ("engine.commands", "engine.cli", "engine.__main__", "app")),  # what people call
 )

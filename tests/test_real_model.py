@@ -168,6 +168,8 @@ def test_a_gguf_file_a_folder_holding_one_and_the_packaged_name(smollm2: RealMod
     fake.write_bytes(b"PK\x03\x04 not a model")
     with pytest.raises(RunnerError, match="not a GGUF file transformers can read"):
         load_model(str(fake))
+    with pytest.raises(RunnerError, match="No file missing.gguf"):
+        inspect_checkpoint("missing.gguf")
     with pytest.raises(RunnerError, match="is a file, not a model folder or a .gguf file"):
         inspect_checkpoint(str(smollm2.folder / "config.json"))
 

@@ -110,7 +110,9 @@ def inspect_checkpoint(model: str) -> Checkpoint:
             if not any(path.glob("*.safetensors")) and (found := gguf_in(path)) is not None:
                 return _gguf(model, found)
             return Checkpoint(model, str(path), _folder_weights_gb(path, model), folder=True)
-        if model.startswith((".", "/", "~")) or model.count("/") > 1 or model.lower().endswith(".gguf"):
+        if model.lower().endswith(".gguf"):
+            raise RunnerError(f"No file {model}.", hint="Check the path to the .gguf file.")
+        if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
             raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
     from huggingface_hub import HfApi, snapshot_download
     from huggingface_hub.errors import GatedRepoError, HFValidationError, RepositoryNotFoundError

@@ -120,7 +120,7 @@ def test_the_page_shows_the_real_vocabularys_tokens_after_a_run(smollm2: RealMod
                        view.html, flags=re.S)
     ids = [int(i) for _, group, _, _ in spans for i in group.split()]
     real = load_model(smollm2.name).tokenizer
-    assert ids == real(view.prompt, add_special_tokens=False)["input_ids"]
+    assert ids == real(view.prompt, add_special_tokens=False)["input_ids"], view.info
     assert ids[0] == real.convert_tokens_to_ids("<|im_start|>") == 1  # one special token, SmolLM2's id
     special = [html.unescape(text) for cls, _, _, text in spans if "sp" in cls.split()]
     assert "<|im_start|>" in special and "<|im_end|>" in special

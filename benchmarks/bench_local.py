@@ -102,7 +102,7 @@ def real_model(quick: bool) -> dict:
         raise RuntimeError(f"SmolLM2 is not installed: {installed.problem}")
     folder = gguf.converted(installed.path)
     conversion = json.loads((folder / gguf.MARKER).read_text()).get("seconds")
-    tokens = 32 if quick else 128
+    tokens = 16 if quick else 128
     repeats = 2 if quick else 5
     unload_model()
     started = time.perf_counter()

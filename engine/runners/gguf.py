@@ -2,8 +2,8 @@
 model from `engine.model_packages`) is read by transformers, `from_pretrained(folder, gguf_file=…)`,
 its tokenizer, chat template, config and weights all from the file.
 
-transformers' GGUF reader is slow (a minute for a 98 MB file on 2 cores, most of it walking the
-vocabulary and the tensor names in Python), so each file is converted once and kept as a safetensors
+transformers' GGUF reader is slow (about 25 s of CPU for SmolLM2's 98 MB file, a minute on a busy
+machine, most of it walking the vocabulary and the tensor names in Python), so each file is converted once and kept as a safetensors
 folder (what `save_pretrained` writes: config, generation config, tokenizer, chat template, weights
 unpacked to float32) under the models cache, in `converted/<the file's SHA-256>/`. Every later load
 reads that folder, in seconds. The conversion runs in a child process: it holds the GIL for most of

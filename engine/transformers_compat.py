@@ -85,6 +85,41 @@ def consumed_position(parser: Any) -> int:
     return position
 
 
+def gguf_header(path: str) -> Any:
+    """transformers' reader of a GGUF file's header: its architecture and tensor table (names,
+    shapes, types), read without the tensor data or the vocabulary (milliseconds, where the `gguf`
+    package's reader walks every string of the file). The local runner sizes a GGUF with it before
+    converting. Raises ValueError for a file that is not GGUF."""
+    from transformers.integrations.gguf.reader import GgufHeader
+
+    return GgufHeader.from_file(path)
+
+
+def saveable_unpacked_gguf(model: Any) -> None:
+    """Let `save_pretrained` write a model loaded from a GGUF file with every weight unpacked
+    (`GgufConfig(dequantize=True)`). transformers keeps its GGUF quantizer on such a model and then
+    refuses to save it ("quantized with gguf and is not serializable"), though its weights are plain
+    float tensors by then: the quantizer and its config entry are dropped, after checking that no
+    weight is still packed."""
+    import torch
+
+    quantizer = getattr(model, "hf_quantizer", None)
+    if quantizer is None:
+        return
+    config = getattr(quantizer, "quantization_config", None)
+    if getattr(config, "quant_method", None) is None or str(getattr(config.quant_method, "value", config.quant_method)) != "gguf":
+        raise TransformersChanged("engine.transformers_compat.saveable_unpacked_gguf expected a GGUF quantizer "
+                                  f"on the model, found {type(quantizer).__name__}.")
+    packed = [name for name, tensor in model.state_dict().items() if not tensor.is_floating_point()]
+    if not getattr(config, "dequantize", False) or packed or not all(
+            isinstance(p, torch.nn.Parameter) for p in model.parameters()):
+        raise TransformersChanged("A GGUF model still holds packed weights"
+                                  + (f" ({', '.join(packed[:3])})" if packed else "") + "; it cannot be saved as safetensors.")
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+
+
 class TransformersChanged(RuntimeError):
     """A private name this module relies on is gone or means something else in this transformers."""
 
@@ -128,4 +163,6 @@ PRIVATE_NAMES = (
     "transformers.utils.chat_parsing.ResponseParser._pos",
     "transformers.utils.chat_parsing.response_templates.re",
     "transformers.utils.chat_parsing.content_parsers.re",
+    "transformers.integrations.gguf.reader.GgufHeader",
+    "transformers.modeling_utils.PreTrainedModel.hf_quantizer",
 )

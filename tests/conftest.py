@@ -57,3 +57,11 @@ def engine_process(*args: object, timeout: float = 120) -> subprocess.CompletedP
     """`python -m engine ARGS` as a real subprocess (one smoke test per command)."""
     return subprocess.run([sys.executable, "-m", "engine", *map(str, args)], cwd=ROOT, capture_output=True, text=True,
                           timeout=timeout)
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real chat model (tests/real_model.py), installed and converted once for the session."""
+    from tests.real_model import installed_smollm2
+
+    return installed_smollm2()

@@ -30,7 +30,9 @@ def numbers(value: object) -> list[float]:
     return [value] if isinstance(value, (int, float)) and not isinstance(value, bool) else []
 
 
-def test_quick_run_reports_every_figure():
+def test_quick_run_reports_every_figure(smollm2):
+    # `smollm2`: bench_local runs the real model too (installed and converted first; skipped, saying
+    # so, where PyPI cannot be reached).
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-m", "benchmarks", "--quick", "--json"], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=240)

@@ -78,7 +78,7 @@ def test_every_private_name_listed_exists() -> None:
 
     for dotted in compat.PRIVATE_NAMES:
         module_name, _, name = dotted.rpartition(".")
-        if name == "_pos":
-            continue  # an instance attribute, pinned above
+        if name in ("_pos", "hf_quantizer"):
+            continue  # instance attributes, pinned above and in tests/test_real_model.py
         module = importlib.import_module(module_name)
         assert hasattr(module, name), f"transformers no longer has {dotted}"

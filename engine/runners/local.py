@@ -1,8 +1,10 @@
-"""The local runner: a checkpoint (Hub id or local folder) run with transformers on this machine.
+"""The local runner: a checkpoint (Hub id, local folder, .gguf file or packaged model) run with
+transformers on this machine.
 
-Safety first: weights load only from safetensors (pickled weights can run code), a model's own
-code never runs (`trust_remote_code=False`), and a size cap is checked before anything large is
-downloaded (engine.runners.checkpoints, which also downloads with progress). Loaded models live in a process-wide cache of one, behind a lock, so concurrent users
+Safety first: weights load only from safetensors (pickled weights can run code) or GGUF (converted
+once to safetensors: engine.runners.gguf), a model's own code never runs (`trust_remote_code=False`),
+and a size cap is checked before anything large is downloaded or converted
+(engine.runners.checkpoints, which also downloads with progress). Loaded models live in a process-wide cache of one, behind a lock, so concurrent users
 of a Space neither load a model twice nor fill memory with several. The cache is keyed by what was
 asked for and changes nothing anyone sees: which model (and so which tokenizer) a run uses is the
 caller's choice, passed explicitly; a runner exposes the tokenizer it ran with (`LocalRunner.tokenizer`)
@@ -17,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..diagnostics import Diagnostic
@@ -25,8 +28,8 @@ from ..public import policy
 from .base import Activity, Chunk, RunnerError
 from .checkpoints import DEFAULT_MAX_SIZE_GB, OFFLINE_HINT, Checkpoint, check_size, download, inspect_checkpoint, is_unreachable
 from .checkpoints import token as hub_token
+from .gguf import converted
 from .model_line import LeftTheLine, TakeTurns
-
 
 
 @dataclass
@@ -34,7 +37,7 @@ class LoadedModel:
     """The model currently held in memory, with what it was loaded as."""
 
     name: str
-    source: str  # the folder or Hub id it was loaded from
+    source: str  # the folder or Hub id it was loaded from (a GGUF file's converted folder)
     device: str
     dtype: Any
     size_gb: float
@@ -64,9 +67,10 @@ def unload_model() -> None:
 
 def load_model(model: str, device: str = "auto", dtype: str = "auto", max_size_gb: float = DEFAULT_MAX_SIZE_GB,
                on_progress: Callable[[Activity], None] | None = None) -> LoadedModel:
-    """Load `model` (a local folder or a Hub id), or return it if it is the one held. Loading a
-    different model drops the held one first. `on_progress` hears each step (checking the size,
-    downloading with the bytes so far, loading). Raises RunnerError."""
+    """Load `model` (a local folder, a .gguf file, a packaged model's name or a Hub id), or return it
+    if it is the one held. Loading a different model drops the held one first. `on_progress` hears
+    each step (checking the size, downloading with the bytes so far, converting a GGUF file the first
+    time, loading). Raises RunnerError."""
     global _held
     report = on_progress or (lambda activity: None)
     if not isinstance(model, str) or not model.strip():
@@ -83,6 +87,10 @@ def load_model(model: str, device: str = "auto", dtype: str = "auto", max_size_g
         checkpoint = inspect_checkpoint(model)
         check_size(checkpoint, max_size_gb)  # before anything large is downloaded
         source = download(checkpoint, report)
+        if checkpoint.gguf:  # converted once, then read as the safetensors folder it became
+            source = str(converted(Path(source), lambda: report(Activity("converting", model))))
+            if held is not None and held.source == source and held.device == device and same_dtype:
+                return held  # the same file by another name (its path, a link, the packaged name)
         report(Activity("loading", model))
         _held = None  # one model at a time: let the old one go before the new one arrives
         gc.collect()
@@ -246,6 +254,7 @@ class LocalRunner:
         self.thread.start()
         decode = _decoder(tokenizer)
         count = 0
+        waiting: list[int] = []  # ids of a character still incomplete: they go with the chunk that ends it
         try:
             while True:
                 if stop is not None and stop.is_set():
@@ -262,9 +271,11 @@ class LocalRunner:
                                       hint="Try fewer new tokens, a shorter prompt or a smaller model.")
                 for token_id in item:
                     count += 1
+                    waiting.append(token_id)
                     text = decode(token_id)
                     if text:
-                        yield Chunk(text, count, time.monotonic() - start)
+                        yield Chunk(text, count, time.monotonic() - start, tuple(waiting))
+                        waiting = []
         finally:
             halt.set()
             self.thread.join(timeout=30)

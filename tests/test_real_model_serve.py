@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from engine.cases import Case
-from engine.hub import load_folder, plan_publish
+from engine.hub import load_folder
+from engine.publish import plan_publish
 from engine.runners import LocalRunner
 from engine.trace import Trace
 from engine.workspace import Workspace

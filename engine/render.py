@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     # Upward, on purpose (tests/test_layers.py allows it): `explain` explains a render in the same
     # call, so one worker compiles the template once for both, under one time limit. Imported where
     # used, so a render that is not explained never loads the provenance.
-    from .provenance import Explanation
+    from .provenance import Explanation, PageExplanation
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
@@ -57,6 +57,8 @@ class RenderResult:
     generation_start: int | None = None
     # Where each character came from (engine.provenance), when asked for (`explain`).
     explanation: Explanation | None = None
+    # ... as the page shows it, bounded where the render ran (`explain="page"`, engine.provenance.page).
+    page_explanation: PageExplanation | None = None
 
     @property
     def ok(self) -> bool:
@@ -111,7 +113,7 @@ def render(
     timeout: float | None = None,
     owner: Any = None,
     with_generation_start: bool = False,
-    explain: bool = False,
+    explain: bool | str = False,
     explain_seconds: float | None = None,
     locate: bool = True,
 ) -> RenderResult:
@@ -130,6 +132,9 @@ def render(
     `explain` also says where every character came from (`explanation`, engine.provenance), in the
     same call; the work of this call stops explaining `explain_seconds` after it started (with
     `timeout`: 60% of it, so a slow template is shown unexplained rather than not at all).
+    `explain="page"`: as the page shows it instead (`page_explanation`, engine.provenance.page),
+    counted and cut here, in the worker, to what the page will show (`limits.MAX_PAGE_PIECES`,
+    `limits.PAGE_EXPLANATION_BYTES`): the server only forwards it.
     `locate=False` leaves a run-time error at its line without its columns: for callers that only
     ask whether a conversation renders (finding the columns renders the template again, instrumented,
     which costs as much as compiling it)."""
@@ -158,6 +163,11 @@ def render(
         left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
         variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
         result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left)
+        if explain == "page":
+            from .provenance import for_page  # upward on purpose: see the TYPE_CHECKING import
+
+            result.page_explanation = for_page(result.explanation, limits.MAX_PAGE_PIECES, limits.PAGE_EXPLANATION_BYTES)
+            result.explanation = None  # (what the page does not show is not sent)
     return result
 
 

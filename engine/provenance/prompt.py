@@ -85,10 +85,14 @@ class Piece:
         return data
 
 
-# A piece as `_read` finds it: (start, end, origin id, message, the origin ids of the call sites it
-# was reached through, the line within the origin's template text). `Explanation.pieces` turns them
-# into `Piece`s; the page reads them as they are.
-Row = tuple[int, int, int, int | None, tuple[int, ...], int]
+# A piece as `_read` finds it: (start, end, origin id, message, its call chain (-1: none), the line
+# within the origin's template text). `Explanation.pieces` turns them into `Piece`s.
+Row = tuple[int, int, int, int | None, int, int]
+# A call chain: (the chain it extends, -1: none; the origin id of the call site it adds). The call
+# sites a piece was reached through, outermost first, are its chain's sites up to the root. Chains
+# are sent once and pieces refer to them by index: a macro that recurses 100 levels and then writes
+# 100,000 pieces has 100 chains, not 100,000 lists of up to 100 call sites.
+Chain = tuple[int, int]
 
 
 @dataclass
@@ -101,10 +105,15 @@ class Explanation:
     template_name: str | None = None
     note: str | None = None
     coarse: bool = False
+    chains: list[Chain] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.rows is not None
+
+    def __getstate__(self) -> dict:
+        # What a worker sends: the rows, chains and origins, never the pieces built from them.
+        return {k: v for k, v in self.__dict__.items() if k not in ("pieces", "_calls")}
 
     @cached_property
     def pieces(self) -> list[Piece] | None:
@@ -116,8 +125,23 @@ class Explanation:
         o = self.origins[origin]
         return Site(o.line, o.column, o.source)
 
-    def piece(self, row: Row) -> Piece:
-        start, end, origin, message, calls, k = row
+    def calls(self, chain: int) -> tuple[Site, ...]:
+        """The call sites of `chain`, outermost first (one tuple per chain, shared by its pieces)."""
+        cache = self.__dict__.setdefault("_calls", {-1: ()})
+        found = cache.get(chain)
+        if found is None:
+            path = []
+            while chain not in cache:  # up to a chain already known (iterative: chains may be deep)
+                path.append(chain)
+                chain = self.chains[chain][0]
+            found = cache[chain]
+            for link in reversed(path):
+                found = cache[link] = (*found, self.site(self.chains[link][1]))
+        return found
+
+    def place(self, row: Row) -> tuple[int | None, int | None, int | None, int | None]:
+        """Where a row's text is written: line, column, end line, end column (exclusive)."""
+        start, end, origin, _, _, k = row
         o = self.origins[origin]
         line, column, end_line, end_column = o.line, o.column, o.end_line, o.end_column
         if o.kind == "text" and line is not None:
@@ -125,8 +149,13 @@ class Explanation:
             # newline it ends with is the line's last column).
             line, column = line + k, (column if k == 0 else 1)
             end_line, end_column = line, column + end - start
-        return Piece(start, end, o.kind, line, column, end_line, end_column, message, o.source, self.template_name,
-                     o.macro, o.macro_line, tuple(self.site(c) for c in calls))
+        return line, column, end_line, end_column
+
+    def piece(self, row: Row) -> Piece:
+        start, end, origin, message, chain, _ = row
+        o = self.origins[origin]
+        return Piece(start, end, o.kind, *self.place(row), message, o.source, self.template_name, o.macro, o.macro_line,
+                     self.calls(chain))
 
 
 class _Unexplained(Exception):
@@ -171,7 +200,7 @@ def _explain(source: str, variables: dict, prompt: str, template_name: str | Non
             try:
                 instrumented = instrument(source, captured)
                 marked = _render(instrumented.template, variables, prompt, deadline)
-                rows = _read(marked, instrumented.origins, prompt, continued)
+                rows, chains = _read(marked, instrumented.origins, prompt, continued)
             except _OverLimit:
                 alarm.armed = False  # it landed: no more rings
                 raise
@@ -188,8 +217,8 @@ def _explain(source: str, variables: dict, prompt: str, template_name: str | Non
                 note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
             else:
                 note = None
-            rows, origins = _used(rows, instrumented.origins)
-            return Explanation(rows, origins, template_name, note, coarse=not captured)
+            rows, chains, origins = _used(rows, chains, instrumented.origins)
+            return Explanation(rows, origins, template_name, note, coarse=not captured, chains=chains)
     return Explanation(None, note=f"No explanation: {why}.")
 
 
@@ -251,7 +280,7 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
 
 # A frame is a piece being written (or the template's top level): [origin id, its own message,
 # the message it inherits, {depth: (message, weak)} of the loops and ifs it is in, the message its
-# text belongs to (derived from the three before), the call sites it was reached through].
+# text belongs to (derived from the three before), its call chain (an index into `chains`, -1: none)].
 _PIECE, _OWN, _INHERITED, _CONTEXT, _MESSAGE, _CALLS = range(6)
 
 
@@ -269,11 +298,13 @@ def _message(frame: list) -> int | None:
     return found
 
 
-def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> list[Row]:
+def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> tuple[list[Row], list[Chain]]:
     """The pieces the markers in `marked` describe, checked to tile exactly `prompt` (a prefix of
-    what the template wrote, when `continued`)."""
+    what the template wrote, when `continued`), and the call chains they refer to."""
     rows: list[Row] = []
-    frames: list[list] = [[-1, None, None, {}, None, ()]]
+    chains: list[Chain] = []
+    known: dict[Chain, int] = {}  # each chain once: the pieces of one call share it
+    frames: list[list] = [[-1, None, None, {}, None, -1]]
     text_origin = [o.kind == "text" and o.line is not None for o in origins]
     written, cut = 0, len(prompt)
     parts = _MARKERS.split(marked)  # text, then the 6 groups of a marker, then text, …
@@ -302,7 +333,11 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
             piece = int(piece)
             calls = parent[_CALLS]
             if parent[_PIECE] >= 0 and origins[piece].parent != parent[_PIECE]:
-                calls = (*calls, parent[_PIECE])
+                link = (calls, parent[_PIECE])
+                calls = known.get(link, -2)
+                if calls == -2:
+                    calls = known[link] = len(chains)
+                    chains.append(link)
             frame = [piece, int(own) if own else None, parent[_MESSAGE], {}, None, calls]
             frame[_MESSAGE] = _message(frame)
             frames.append(frame)
@@ -323,22 +358,34 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
         raise _Unexplained("the instrumented render differs from transformers'")
     if len(rows) > limits.MAX_EXPLAINED_PIECES:
         raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
-    return rows
+    return rows, chains
 
 
-def _used(rows: list[Row], origins: list[Origin]) -> tuple[list[Row], list[Origin]]:
-    """The rows with only the origins they use (renumbered): a render worker sends the explanation
-    back, and a large template has far more places than one prompt uses."""
+def _used(rows: list[Row], chains: list[Chain], origins: list[Origin]) -> tuple[list[Row], list[Chain], list[Origin]]:
+    """The rows with only the chains and origins they use (renumbered): a render worker sends the
+    explanation back, and a large template has far more places than one prompt uses."""
+    kept_chains = [False] * len(chains)
+    for row in rows:  # each chain a row uses, and the chains it extends (once each)
+        chain = row[4]
+        while chain >= 0 and not kept_chains[chain]:
+            kept_chains[chain] = True
+            chain = chains[chain][0]
+    chain_ids = {-1: -1}
+    for old, keep in enumerate(kept_chains):  # in order: a chain comes after the one it extends
+        if keep:
+            chain_ids[old] = len(chain_ids) - 1
     used: dict[int, int] = {}
     for row in rows:
         used.setdefault(row[2], len(used))
-        for call in row[4]:
-            used.setdefault(call, len(used))
-    renumbered = [(s, e, used[o], m, tuple(used[c] for c in calls), k) for s, e, o, m, calls, k in rows]
+    for old in chain_ids:
+        if old >= 0:
+            used.setdefault(chains[old][1], len(used))
+    renumbered = [(s, e, used[o], m, chain_ids[c], k) for s, e, o, m, c, k in rows]
+    new_chains = [(chain_ids[chains[old][0]], used[chains[old][1]]) for old in chain_ids if old >= 0]
     kept = [None] * len(used)
     for old, new in used.items():
         kept[new] = origins[old]._replace(parent=None)  # (its numbering is gone; only `_read` used it)
-    return renumbered, kept  # type: ignore[return-value]
+    return renumbered, new_chains, kept  # type: ignore[return-value]
 
 
 def _lines(start: int, text: str, frame: list) -> list[Row]:

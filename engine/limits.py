@@ -54,8 +54,9 @@ MAX_ANSWER_BYTES = int(_number("PLAYGROUND_MAX_ANSWER_KB", 1000) * 1000)
 # Of an edit's answer: the prompt's text as the page shows it (escaped, special tokens boxed, visible
 # whitespace), and where each of its characters came from (the pieces' table, call chains and the
 # attributes of each piece's text), checked in the render worker before anything reaches the server.
-PROMPT_VIEW_BYTES = MAX_ANSWER_BYTES * 55 // 100
-PAGE_EXPLANATION_BYTES = MAX_ANSWER_BYTES * 35 // 100
+# (The rest: the three editors' diagnostics and the info line.)
+PROMPT_VIEW_BYTES = MAX_ANSWER_BYTES * 50 // 100
+PAGE_EXPLANATION_BYTES = MAX_ANSWER_BYTES * 30 // 100
 # Pieces the page shows (`render --explain` lists up to MAX_EXPLAINED_PIECES): more is not shown.
 MAX_PAGE_PIECES = int(_number("PLAYGROUND_MAX_PAGE_PIECES", 20_000))
 # What a behaviour diff (engine.behaviour) sends back from its worker: prompts, changed texts and

@@ -59,6 +59,9 @@ PROMPT_VIEW_BYTES = MAX_ANSWER_BYTES * 50 // 100
 PAGE_EXPLANATION_BYTES = MAX_ANSWER_BYTES * 30 // 100
 # Pieces the page shows (`render --explain` lists up to MAX_EXPLAINED_PIECES): more is not shown.
 MAX_PAGE_PIECES = int(_number("PLAYGROUND_MAX_PAGE_PIECES", 20_000))
+# What one command of `python -m engine` prints, in characters: a listing or JSON past it is not printed
+# whole (a prompt's 99,000 pieces with 50 call sites each were 516 MB of JSON), with a message.
+MAX_COMMAND_OUTPUT_CHARS = int(_number("PLAYGROUND_MAX_COMMAND_OUTPUT_MB", 32) * 1_000_000)
 # What a behaviour diff (engine.behaviour) sends back from its worker: prompts, changed texts and
 # messages together, in characters (changed prompts past it are shown as their changes only).
 MAX_BEHAVIOUR_DIFF_CHARS = int(_number("PLAYGROUND_MAX_BEHAVIOUR_DIFF_CHARS", 400_000))

@@ -8,6 +8,7 @@ turns every failure into a `Diagnostic` with a line and column in the template.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -64,17 +65,32 @@ class RenderResult:
     def ok(self) -> bool:
         return self.prompt is not None
 
-    def to_dict(self) -> dict:
-        data = {
+    def to_dict(self, max_chars: int | None = None) -> dict:
+        """As JSON data. `max_chars`: the pieces are left out (`pieces` null, the note says why) when
+        their JSON would be longer (99,000 pieces reached through 50 macro calls each are 516 MB):
+        counted piece by piece, so it stops there."""
+        data: dict[str, Any] = {
             "prompt": self.prompt,
             "generation_spans": [list(span) for span in self.generation_spans],
             "template_name": self.template_name,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
-        if self.explanation is not None:
-            pieces = self.explanation.pieces
-            data["pieces"] = None if pieces is None else [p.to_dict() for p in pieces]
-            data["explanation_note"] = self.explanation.note
+        explanation = self.explanation
+        if explanation is not None:
+            data["pieces"], data["explanation_note"] = None, explanation.note
+            if explanation.rows is not None:
+                data["pieces"] = pieces = []
+                size = 0
+                for row in explanation.rows:
+                    pieces.append(explanation.piece(row).to_dict())
+                    # (as printed: indented, one level in)
+                    size += len(json.dumps(pieces[-1], ensure_ascii=False, indent=2)) + 8 * len(pieces[-1]) + 8
+                    if max_chars is not None and size > max_chars:
+                        data["pieces"] = None
+                        data["explanation_note"] = (
+                            f"The pieces are not listed: {len(explanation.rows):,} pieces, whose JSON is longer than "
+                            "this output may be (PLAYGROUND_MAX_COMMAND_OUTPUT_MB).")
+                        break
         return data
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import regex
@@ -244,7 +243,7 @@ def _elided(prompt: str, special_tokens: Iterable[str], generation_start: int | 
         prompt[cut:], special_tokens=special_tokens, classes=classes, show_whitespace=show_whitespace,
         generation_start=generation_start - cut if generation_start is not None and generation_start >= cut else None,
         anchor_end=anchor_end - cut if anchor_end is not None and anchor_end >= cut else None,
-        prefix_segments=[replace(s, start=s.start - cut, end=s.end - cut) for s in prefix_segments if s.start >= cut],
+        prefix_segments=[s._replace(start=s.start - cut, end=s.end - cut) for s in prefix_segments if s.start >= cut],
         budget=budget // 2,
     )
     head = prompt_html(prompt[:half], special_tokens=special_tokens, show_whitespace=show_whitespace, budget=budget // 2)

@@ -6,17 +6,21 @@ so they are asserted. The times are measured in benchmarks/ (bench_public), not 
 
 from __future__ import annotations
 
+import json
 import re
 
 import gradio as gr
 import pytest
 
 from app.highlight import diagnostics_html, prompt_html
+from app.live_views import EventsView, view_html
+from app.state import LastRun
+from app.step_panel import step_through
 from app.wiring import answer_size, within_budget
 from app.workbench import edit_chat_template, explain_view
 from engine import limits
 from engine.diagnostics import Diagnostic
-from tests.test_app_support import session
+from tests.test_app_support import RESPONSE, session
 from tests.token_support import tiny
 
 BUDGET = limits.MAX_ANSWER_BYTES
@@ -106,3 +110,43 @@ def test_any_answer_over_its_budget_has_its_largest_views_replaced_by_a_note() -
     assert kept["small"] == result["small"] and kept["editor"] == result["editor"]  # the visitor's own text stays
     assert "This view is not shown" in kept["big"] and "over the 1,000 kB" in kept["big"]
     assert within_budget("test", {"small": "s"}, outputs) == {"small": "s"}
+
+
+def long_run(chunk: int) -> LastRun:
+    """A run of 31,000 short regions (half a million characters, the output cap), in chunks of `chunk`
+    characters, with newlines (each drawn as a mark) in every region."""
+    output = "<think>\n\n\nx\n\n\n</think>\n" * 20_000
+    chunks = [output[i : i + chunk] for i in range(0, len(output), chunk)]
+    return LastRun(prompt="<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n", tools=None,
+                   response_spec=json.loads(RESPONSE), chunks=chunks, tokens=list(range(1, len(chunks) + 1)),
+                   seconds=[0.0] * len(chunks))
+
+
+@pytest.mark.slow  # (three steps of a run of 70,000 chunks, each traced again from its start)
+def test_each_step_of_a_long_run_is_within_the_budget() -> None:
+    """Step-through re-traces the run to the slider's position and shows the state there: the output
+    before it, the events and segments so far, the message so far. An output of 20,000 regions was
+    megabytes per slider move (every segment and event a row); now each part has its share. (Its
+    parse is bounded by the visitor's regex allowance, as the handler runs it.)"""
+    sess = session()
+    sess.last_run = long_run(7)
+    total = len(sess.last_run.chunks)
+    for position in (1, total // 2, total + 1):
+        shown = step_through(sess, position)["step_view"]
+        assert len(shown) <= BUDGET, (position, len(shown))
+        if position > total // 3:
+            assert "characters before these" in shown and "segments before these" in shown
+    assert "rows before these, not drawn" in shown
+
+
+def test_the_events_table_of_a_run_draws_a_bounded_number_of_rows() -> None:
+    """The run's events view appends rows as the run streams: 60,000 regions were 180,000 rows in the
+    page. It draws the first EventsView.MAX_ROWS, then one row counts the rest."""
+    events = EventsView("r", {"reasoning_content": "f1"})
+    for _ in range(30_000):
+        events.add([{"type": "region_open", "field": "reasoning_content"},
+                    {"type": "region_chunk", "field": "reasoning_content", "text": "x\n" * 40},
+                    {"type": "region_close", "field": "reasoning_content", "value": "x"}])
+    shown = view_html(events.value())
+    assert events.count == 90_000 and shown.count("<tr") == EventsView.MAX_ROWS + 1
+    assert "89,000 more rows after these, not drawn" in shown and len(shown) <= BUDGET

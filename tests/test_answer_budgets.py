@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
 
+from app.check_list import checks_html
+from app.checks_panel import pick_check
 from app.highlight import diagnostics_html, prompt_html
 from app.live_views import EventsView, view_html
 from app.state import LastRun
@@ -19,6 +22,7 @@ from app.step_panel import step_through
 from app.wiring import answer_size, within_budget
 from app.workbench import edit_chat_template, explain_view
 from engine import limits
+from engine.checks import CheckResult, Location
 from engine.diagnostics import Diagnostic
 from tests.test_app_support import RESPONSE, session
 from tests.token_support import tiny
@@ -150,3 +154,18 @@ def test_the_events_table_of_a_run_draws_a_bounded_number_of_rows() -> None:
     shown = view_html(events.value())
     assert events.count == 90_000 and shown.count("<tr") == EventsView.MAX_ROWS + 1
     assert "89,000 more rows after these, not drawn" in shown and len(shown) <= BUDGET
+
+
+def test_the_checks_list_and_a_picked_result_are_within_the_budget() -> None:
+    """Results whose details quote long texts, and a result on a line of 200,000 characters: the list
+    shortens each result's details and counts what it leaves out; a picked result shows its lines as
+    a window around its column (the lines around it were sent whole, and a caret of 150,000 spaces)."""
+    results = [CheckResult(f"round_trip.c{i}", "fail", "<" * 100_000, Location("chat_template", 1, 150_000))
+               for i in range(300)]
+    listed = checks_html(results)
+    assert len(listed) <= BUDGET and "more results, not shown" in listed
+    sess = session()
+    sess.workspace.chat_template = "{{ messages }}" + " " * 200_000
+    sess.checks = results
+    detail = pick_check(sess, SimpleNamespace(_data={"index": 0}))["check_detail"]
+    assert len(detail) < 3_000 and "column 150000" in detail and "^" in detail

@@ -178,7 +178,8 @@ def render(
     if result.ok and explain:
         left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
         variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
-        result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left)
+        result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left,
+                                      limits.MAX_PAGE_PIECES if explain == "page" else None)
         if explain == "page":
             from .provenance import for_page  # upward on purpose: see the TYPE_CHECKING import
 
@@ -243,14 +244,15 @@ EXPLAIN_SHARE = 0.6
 
 
 def _explain(template: str, variables: dict | None, prompt: str, name: str | None, continued: bool,
-             seconds: float | None) -> Explanation:
+             seconds: float | None, max_pieces: int | None = None) -> Explanation:
     from .provenance import Explanation, explain_prompt  # upward on purpose: see the TYPE_CHECKING import
 
     if variables is None:
         return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")
     if seconds is not None and seconds <= 0:
         return Explanation(None, note="No explanation: the render took most of its time limit.")
-    return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds)
+    return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds,
+                          max_pieces=max_pieces)
 
 
 def generation_start_in(prompt: str, without: str | None) -> int | None:

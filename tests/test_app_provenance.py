@@ -88,7 +88,7 @@ def test_a_prompt_without_an_explanation_says_why() -> None:
 def test_too_many_pieces_for_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(limits, "MAX_PAGE_PIECES", 3)  # (checked where the render runs: here, in process)
     view = build_prompt_view(session(), show_whitespace=False, in_process=True)
-    assert table(view.html, "pieces") is None and "over the page&#x27;s 3" in view.info
+    assert table(view.html, "pieces") is None and "more than 3 pieces, the most the page shows" in view.info
 
 
 def test_response_template_keys_by_colour_and_segment_kind() -> None:

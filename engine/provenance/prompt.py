@@ -176,31 +176,41 @@ def explain_prompt(
     template_name: str | None = None,
     continued: bool = False,
     seconds: float | None = None,
+    max_pieces: int | None = None,
 ) -> Explanation:
     """Explain `prompt`, which transformers rendered from `source` with `variables` (the variables
     `render_jinja_template` passed the template). `continued`: the render continued the final
     message, so transformers cut the prompt short of what the template wrote; the pieces are cut
-    there too. `seconds` bounds the work (None: no bound)."""
+    there too. `seconds` bounds the work (None: no bound); `max_pieces`, the pieces it finds (the
+    page's limit: it stops as soon as there are more; default `limits.MAX_EXPLAINED_PIECES`)."""
     if _ANY_MARKER.search(prompt) or has_markers(source):
         return Explanation(None, note="The template or the prompt holds a Unicode noncharacter (U+FDD0–U+FDD4), "
                                       "which the explanation uses as its markers.")
     deadline = None if seconds is None else time.monotonic() + seconds
+    limit = limits.MAX_EXPLAINED_PIECES if max_pieces is None else max_pieces
     try:
-        return _explain(source, variables, prompt, template_name, continued, seconds, deadline)
+        return _explain(source, variables, prompt, template_name, continued, seconds, deadline, limit)
     except _OverLimit as e:  # caught outside the timer, which is stopped by then
-        return Explanation(None, note=f"No explanation: {e}.")
+        if e.args[0] == _TOO_MANY and max_pieces is not None:
+            return Explanation(None, note=f"where each character came from is not shown: more than {limit:,} pieces, "
+                                          f"the most the page shows (python -m engine render --explain lists them)")
+        message = f"the prompt has more than {limit:,} pieces, the limit" if e.args[0] == _TOO_MANY else e.args[0]
+        return Explanation(None, note=f"No explanation: {message}.")
+
+
+_TOO_MANY = "too many pieces"  # (an _OverLimit's message: more pieces than the limit)
 
 
 def _explain(source: str, variables: dict, prompt: str, template_name: str | None, continued: bool,
-             seconds: float | None, deadline: float | None) -> Explanation:
+             seconds: float | None, deadline: float | None, limit: int) -> Explanation:
     """`explain_prompt`'s work under its timer (raises _OverLimit past a limit)."""
     why = ""
     with _alarm(seconds) as alarm:
         for captured in (True, False):
             try:
                 instrumented = instrument(source, captured)
-                marked = _render(instrumented.template, variables, prompt, deadline)
-                rows, chains = _read(marked, instrumented.origins, prompt, continued)
+                marked = _render(instrumented.template, variables, prompt, deadline, limit)
+                rows, chains = _read(marked, instrumented.origins, prompt, continued, limit)
             except _OverLimit:
                 alarm.armed = False  # it landed: no more rings
                 raise
@@ -259,9 +269,9 @@ class _alarm:
             self.installed = False
 
 
-def _render(template: Any, variables: dict, prompt: str, deadline: float | None) -> str:
-    """The instrumented template's output, bounded in size and time."""
-    bound = len(prompt) + 64 * limits.MAX_EXPLAINED_PIECES
+def _render(template: Any, variables: dict, prompt: str, deadline: float | None, limit: int) -> str:
+    """The instrumented template's output, bounded in size (by `limit` pieces' markers) and time."""
+    bound = len(prompt) + 64 * limit
     token = use_messages(variables.get("messages"))
     out: list[str] = []
     size = 0
@@ -270,7 +280,7 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
             out.append(chunk)
             size += len(chunk)
             if size > bound:
-                raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+                raise _OverLimit(_TOO_MANY)
             if deadline is not None and time.monotonic() > deadline:
                 raise _OverLimit("explaining took longer than its time limit")  # off the main thread
     finally:
@@ -298,9 +308,12 @@ def _message(frame: list) -> int | None:
     return found
 
 
-def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> tuple[list[Row], list[Chain]]:
+def _read(marked: str, origins: list[Origin], prompt: str, continued: bool,
+          limit: int | None = None) -> tuple[list[Row], list[Chain]]:
     """The pieces the markers in `marked` describe, checked to tile exactly `prompt` (a prefix of
-    what the template wrote, when `continued`), and the call chains they refer to."""
+    what the template wrote, when `continued`), and the call chains they refer to; it stops as soon
+    as there are more than `limit` pieces (default `limits.MAX_EXPLAINED_PIECES`)."""
+    limit = limits.MAX_EXPLAINED_PIECES if limit is None else limit
     rows: list[Row] = []
     chains: list[Chain] = []
     known: dict[Chain, int] = {}  # each chain once: the pieces of one call share it
@@ -323,6 +336,8 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> t
             else:
                 rows.append((written, written + len(text), frame[_PIECE], frame[_MESSAGE], frame[_CALLS], 0))
             written += len(text)
+            if len(rows) > limit:  # (a fast stop: counting on would only find more)
+                raise _OverLimit(_TOO_MANY)
         elif text and frames[-1][_PIECE] < 0:
             raise _Unexplained("text outside any piece")
         if i + 1 >= len(parts):
@@ -356,8 +371,6 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> t
             frame[_MESSAGE] = _message(frame)
     if written < cut or (written > cut and not continued) or (len(frames) > 1 and not continued):
         raise _Unexplained("the instrumented render differs from transformers'")
-    if len(rows) > limits.MAX_EXPLAINED_PIECES:
-        raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
     return rows, chains
 
 

@@ -3,7 +3,9 @@ with its details wrapped and a button that jumps to the line it points at; passe
 
 from __future__ import annotations
 
+from engine import limits
 from engine.checks import CheckResult
+from engine.text import shorten
 
 from .highlight import esc
 
@@ -17,16 +19,33 @@ def ordered(checks: list[CheckResult]) -> list[CheckResult]:
     return sorted(checks, key=lambda c: ORDER.get(c.status, 9))
 
 
+# The list's share of an answer (limits.MAX_ANSWER_BYTES), and the longest details one result shows:
+# a result's details may quote a whole prompt or output.
+LIST_BYTES = limits.MAX_ANSWER_BYTES * 70 // 100
+MAX_DETAILS = 4_000
+
+
 def checks_html(checks: list[CheckResult], selected: int | None = None) -> str:
     """The results as a list (`checks` already `ordered`): what needs attention first, details
-    wrapped, passes folded; a result that points at a line has a button that jumps there."""
+    wrapped, passes folded; a result that points at a line has a button that jumps there. Within
+    `LIST_BYTES`: past it, a line counts the results not shown."""
     if not checks:
         return ""
-    rows = [_row(i, c, i == selected) for i, c in enumerate(checks)]
-    passes = [r for r, c in zip(rows, checks) if c.status == "pass"]
-    others = [r for r, c in zip(rows, checks) if c.status != "pass"]
+    rows: list[str] = []
+    size = 0
+    for i, c in enumerate(checks):
+        row = _row(i, c, i == selected)
+        size += len(row)
+        if size > LIST_BYTES:
+            break
+        rows.append(row)
+    shown = checks[: len(rows)]
+    passes = [r for r, c in zip(rows, shown) if c.status == "pass"]
+    others = [r for r, c in zip(rows, shown) if c.status != "pass"]
     folded = f'<details class="passed"><summary>{len(passes)} passed</summary>{"".join(passes)}</details>' if passes else ""
-    return f'<div class="check-list">{"".join(others)}{folded}</div>'
+    more = (f'<div class="check-row info">… and {len(checks) - len(rows):,} more results, not shown (the list is over '
+            f"the {LIST_BYTES // 1000:,} kB the page shows of it)</div>") if len(rows) < len(checks) else ""
+    return f'<div class="check-list">{"".join(others)}{more}{folded}</div>'
 
 
 def _row(index: int, result: CheckResult, selected: bool) -> str:
@@ -42,4 +61,4 @@ def _row(index: int, result: CheckResult, selected: bool) -> str:
     current = ' aria-current="true"' if selected else ""
     return (f'<div class="{cls}" data-index="{index}" tabindex="0"{current}><div class="check-head"><span class="check-status">'
             f'{esc(result.status)}</span><b class="check-name">{esc(result.name)}</b>{subject}{jump}</div>'
-            f'<pre class="check-details">{esc(result.details)}</pre></div>')  # fmt: skip
+            f'<pre class="check-details">{esc(shorten(result.details, MAX_DETAILS))}</pre></div>')  # fmt: skip

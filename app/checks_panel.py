@@ -88,6 +88,10 @@ def _run(session: Session):
     return workspace.run_checks(runs, timeout=CHECKS_TIMEOUT, random_splits=100, owner=session.owner, tokenizer=tokenizer)
 
 
+# Characters of a line shown on either side of a result's column.
+LINE_WINDOW = 200
+
+
 def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:
     """A result was clicked (the list's script sends its index): select it (for "mark as
     intended") and show the lines around where it points."""
@@ -110,12 +114,17 @@ def pick_check(session: Session, evt: gr.EventData) -> dict[str, str]:
     lines = text.splitlines()
     first, last = max(1, location.line - 3), min(len(lines), location.line + 3)
     shown = []
+    # Each line as a window around the column (a template may be one line of 200,000 characters).
+    column = location.column or 1
+    start = max(0, column - 1 - LINE_WINDOW)
     for number in range(first, last + 1):
         content = lines[number - 1] if number - 1 < len(lines) else ""
+        lead = "…" if start and len(content) > start else ""
+        window = lead + content[start : start + 2 * LINE_WINDOW] + ("…" if len(content) > start + 2 * LINE_WINDOW else "")
         cls = ' class="hit"' if number == location.line else ""
-        shown.append(f'<div{cls}><span class="ln">{number}</span>{esc(content) or " "}</div>')
+        shown.append(f'<div{cls}><span class="ln">{number}</span>{esc(window) or " "}</div>')
         if number == location.line and location.column is not None:
-            shown.append(f'<div class="caret-line"><span class="ln"></span>{" " * (location.column - 1)}^</div>')
+            shown.append(f'<div class="caret-line"><span class="ln"></span>{" " * (len(lead) + column - 1 - start)}^</div>')
     where = f"{location.source.replace('_', ' ')}, line {location.line}" + (f", column {location.column}" if location.column else "")
     detail = head + f'<div class="check-where">{esc(where)}</div><div class="check-lines">{"".join(shown)}</div>'
     return {"check_detail": detail}

@@ -7,7 +7,15 @@
   // message may hold (`engine.cases.message_shape`, in data-shape); keys the editor does not show
   // are kept as they are. While the JSON does not parse, the cards show the last version that did,
   // and cannot be edited, so nothing typed in the JSON view is overwritten.
+  //
+  // Budgets (issue 29): a case may hold thousands of messages (a share link of a few kB holds 9,000
+  // empty ones), so the editor draws a page of PAGE cards at a time, with the pager to reach the rest,
+  // and no card measures itself: textareas size to their text in CSS (`field-sizing: content`), or,
+  // where a browser lacks it, all of a page's in one read after one write. Drawing every card and
+  // sizing each with a forced layout froze the tab for 75 s on 2,000 messages.
   const VIEW_KEY = 'template-playground/messages-view';
+  const PAGE = 50;
+  let first = 0;  // the first message drawn (a multiple of PAGE)
   const root = document.documentElement;
   let shape = null;
   let messages = null;   // what the cards show (the last list that parsed)
@@ -84,12 +92,26 @@
 
   const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v);
   const jsonText = (v) => (typeof v === 'string' ? v : JSON.stringify(v, null, 2));
-  function fit(area) { area.style.height = 'auto'; area.style.height = `${Math.min(area.scrollHeight + 2, 320)}px`; }
+  // Textareas as tall as their text (up to 320px): in CSS where the browser can (no script, no layout
+  // read); else measured together, once per drawing: every height written, then every height read.
+  const SIZED = window.CSS && CSS.supports && CSS.supports('field-sizing', 'content');
+  const unsized = [];
+  function fitAll() {
+    const areas = unsized.splice(0).filter((area) => area.isConnected);
+    for (const area of areas) area.style.height = 'auto';
+    const heights = areas.map((area) => area.scrollHeight);
+    areas.forEach((area, k) => { area.style.height = `${Math.min(heights[k] + 2, 320)}px`; });
+  }
+  function fit(area) {
+    if (SIZED) return;
+    if (!unsized.length) requestAnimationFrame(fitAll);
+    unsized.push(area);
+  }
 
   function textArea(label, value, onInput, attrs) {
     const area = h('textarea', { rows: 1, 'aria-label': label, spellcheck: 'false', ...(attrs || {}), value: value ?? '',
       oninput: (e) => { fit(e.target); onInput(e.target.value, e.target); } });
-    requestAnimationFrame(() => fit(area));
+    fit(area);
     return area;
   }
 
@@ -225,7 +247,10 @@
     const tools = h('span', { class: 'conv-tools' },
       button('↑', `Move ${who} up`, () => move(i, -1), 'conv-icon'),
       button('↓', `Move ${who} down`, () => move(i, 1), 'conv-icon'),
-      button('✕', `Remove ${who}`, () => { messages.splice(i, 1); change({ focus: `[data-message="${Math.min(i, n - 2)}"] .conv-tools button:last-child, .conv-add` }); }, 'conv-icon'));
+      button('✕', `Remove ${who}`, () => {
+        messages.splice(i, 1);
+        change({ show: Math.min(i, n - 2), focus: `[data-message="${Math.min(i, n - 2)}"] .conv-tools button:last-child, .conv-add` });
+      }, 'conv-icon'));
     if (!isObject(message)) {
       return h('fieldset', { class: 'conv-message', 'data-message': String(i) }, h('legend', {}, `Message ${i + 1}`),
         h('div', { class: 'conv-head' }, h('span', { class: 'conv-other' }, 'Not a message object: edit it in the JSON view.'), tools));
@@ -259,19 +284,38 @@
     const j = i + by;
     if (j < 0 || j >= messages.length) return;
     [messages[i], messages[j]] = [messages[j], messages[i]];
-    change({ focus: `[data-message="${j}"] .conv-tools button:nth-child(${by < 0 ? 1 : 2})` });
+    change({ show: j, focus: `[data-message="${j}"] .conv-tools button:nth-child(${by < 0 ? 1 : 2})` });
   }
 
   function addMessage() {
     const last = messages.length ? messages[messages.length - 1] : null;
     const next = last && isObject(last) && last.role === 'user' ? 'assistant' : 'user';
     messages.push({ role: next, content: '' });
-    change({ focus: `[data-message="${messages.length - 1}"] .conv-content` });
+    change({ show: messages.length - 1, focus: `[data-message="${messages.length - 1}"] .conv-content` });
   }
 
   function change(options) {
     write();
+    if (options && options.show !== undefined) first = pageOf(options.show);
     render(options && options.focus);
+  }
+
+  const pageOf = (index) => Math.max(0, Math.floor(index / PAGE) * PAGE);
+
+  function pager(n) {
+    // Which page of cards is drawn, and the way to the others (only when there are more than a page).
+    if (n <= PAGE) return null;
+    const last = Math.min(first + PAGE, n);
+    const go = (to) => () => { first = pageOf(Math.min(Math.max(to, 0), n - 1)); render('.conv-pager button:not([disabled])'); };
+    const nav = (text, label, to, off) => h('button', { type: 'button', class: 'conv-button', title: label, 'aria-label': label,
+      disabled: off, onclick: go(to) }, text);
+    return h('div', { class: 'conv-pager conv-row', role: 'navigation', 'aria-label': 'Pages of messages' },
+      h('span', { class: 'conv-count' }, `Messages ${first + 1}–${last} of ${n.toLocaleString('en')}` +
+        (n > last ? ` (${(n - last).toLocaleString('en')} more…)` : '')),
+      nav('First', 'The first page of messages', 0, first === 0),
+      nav('◂ Previous', `Messages ${Math.max(first - PAGE, 0) + 1}–${first}`, first - PAGE, first === 0),
+      nav('Next ▸', `Messages ${last + 1}–${Math.min(last + PAGE, n)}`, last, last >= n),
+      nav('Last', 'The last page of messages', n - 1, last >= n));
   }
 
   function render(focus) {
@@ -284,9 +328,13 @@
           + 'until then this shows the last version that was valid, and cannot be edited.'
         : 'The JSON view does not hold a valid list of messages (its diagnostic is under this panel); fix it there.')
       : null;
+    const all = messages || [];
+    first = Math.min(first, pageOf(all.length - 1));
     const list = h('fieldset', { class: 'conv-list', disabled: broken },
       h('legend', { class: 'conv-hidden' }, 'Messages'),
-      (messages || []).map(messageCard),
+      pager(all.length),
+      all.slice(first, first + PAGE).map((message, k) => messageCard(message, first + k)),
+      all.length > first + PAGE ? pager(all.length) : null,
       h('div', { class: 'conv-row' }, button('+ Message', 'Add a message', addMessage, 'conv-button conv-add')));
     el.replaceChildren(...[banner, list].filter(Boolean));
     el.dataset.count = String((messages || []).length);

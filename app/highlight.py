@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import Any
 
 import regex
 
+from engine import limits
 from engine.budget import summarised
 from engine.diagnostics import Diagnostic
 from engine.text import GENERIC_SPECIAL_TOKEN, shorten
@@ -80,32 +80,67 @@ def legend_html(classes: dict[str, str]) -> str:
 # ----- diagnostics -----------------------------------------------------------------------------
 
 
+# What one diagnostic shows of its text: its message and hint shortened, its snippet (the template's
+# line: one line can be a whole 200,000-character template) as a window around its place.
+MAX_DIAGNOSTIC_TEXT = 1_000
+SNIPPET_WINDOW = 120
+# A list of diagnostics as the page shows it, in bytes: past it, "… and N more".
+DIAGNOSTICS_BYTES = limits.MAX_ANSWER_BYTES // 20
+
+
 def diagnostics_html(diagnostics: Sequence[Diagnostic], ok_text: str = "") -> str:
-    """A diagnostics list for under an editor: severity, line:column, message, snippet with a caret, hint."""
+    """A diagnostics list for under an editor: severity, line:column, message, snippet with a caret, hint.
+    Bounded whatever the diagnostics hold (`DIAGNOSTICS_BYTES`): each text shortened, a long line
+    shown around its place."""
     if not diagnostics:
         return f'<div class="diags ok">✓ {esc(ok_text)}</div>' if ok_text else '<div class="diags ok"></div>'
     rows = []
-    for d in summarised(list(diagnostics)):
+    size = 0
+    shown = summarised(list(diagnostics))
+    for index, d in enumerate(shown):
         where = ""
         if d.line is not None:
             where = f"line {d.line}" + (f", col {d.column}" if d.column is not None else "")
         parts = [f'<span class="sev">{esc(d.severity)}</span>']
         if where:
             parts.append(f'<span class="where">{esc(where)}</span>')
-        parts.append(f'<span class="msg">{esc(d.message)}</span>')
+        parts.append(f'<span class="msg">{esc(shorten(d.message, MAX_DIAGNOSTIC_TEXT))}</span>')
         body = " ".join(parts)
         if d.snippet is not None:
             # The caret in a span of its own: a long line scrolls sideways to it (page.js).
-            caret = d.caret
+            snippet, caret = _snippet_window(d)
             marked = f'\n{" " * (len(caret) - len(caret.lstrip()))}<span class="caret">{caret.lstrip()}</span>' if caret else ""
-            body += f'<pre class="snippet">{esc(d.snippet)}{marked}</pre>'
+            body += f'<pre class="snippet">{esc(snippet)}{marked}</pre>'
         if d.hint:
-            body += f'<div class="hint">{esc(d.hint)}</div>'
+            body += f'<div class="hint">{esc(shorten(d.hint, MAX_DIAGNOSTIC_TEXT))}</div>'
         # The editor marks the line, and the token's columns when the diagnostic names them (page.js).
         place = f'data-line="{d.line or ""}"' + (f' data-column="{d.column}"' if d.column else "") + (
             f' data-end-column="{d.end_column}"' if d.end_column else "")
-        rows.append(f'<div class="diag {esc(d.severity)}" {place}>{body}</div>')
+        row = f'<div class="diag {esc(d.severity)}" {place}>{body}</div>'
+        size += len(row)
+        if size > DIAGNOSTICS_BYTES and rows:
+            rows.append(f'<div class="diag info">… and {len(shown) - index:,} more (shortened: the page shows '
+                        f"{DIAGNOSTICS_BYTES // 1000:,} kB of diagnostics).</div>")
+            break
+        rows.append(row)
     return '<div class="diags">' + "".join(rows) + "</div>"
+
+
+def _snippet_window(d: Diagnostic) -> tuple[str, str]:
+    """The snippet and its caret, as a window of the line around the diagnostic's place when the line
+    is long ("…" where it is cut)."""
+    snippet, caret = d.snippet or "", d.caret or ""
+    if len(snippet) <= 2 * SNIPPET_WINDOW + MAX_DIAGNOSTIC_TEXT // 10:
+        return snippet, caret
+    column = (d.column or 1) - 1
+    start = max(0, column - SNIPPET_WINDOW)
+    width = max(1, len(caret.strip())) if caret else 1
+    end = min(len(snippet), column + min(width, SNIPPET_WINDOW) + SNIPPET_WINDOW)
+    lead = "…" if start > 0 else ""
+    shown = lead + snippet[start:end] + ("…" if end < len(snippet) else "")
+    if not caret:
+        return shown, ""
+    return shown, " " * (len(lead) + column - start) + "^" * min(width, end - column)
 
 
 # ----- descriptions ------------------------------------------------------------------------------
@@ -163,6 +198,7 @@ def prompt_html(
     show_whitespace: bool = False,
     pieces: Sequence[tuple[int, int, str, str]] = (),
     data: str = "",
+    budget: int | None = None,
 ) -> str:
     """The rendered prompt with special tokens boxed, the generation prompt tinted, a marker where
     the response template starts parsing (after `start_anchor`), and the regions the prompt already
@@ -170,9 +206,13 @@ def prompt_html(
     with the classes and attributes its text carries (`(start, end, classes, attributes)`: its
     provenance, `provenance_view`); `data`: attributes of the whole text. A prompt over
     `MAX_PROMPT_VIEW_CHARS` shows its first and last halves of that, with a note between (and no
-    provenance: the pieces' offsets are the whole prompt's)."""
+    provenance: the pieces' offsets are the whole prompt's). Its HTML is at most `budget` bytes
+    (`limits.PROMPT_VIEW_BYTES`; `data` not counted: the worker bounded it): a prompt whose view
+    would be larger (a newline per character with visible whitespace) is cut there, with a note."""
+    budget = limits.PROMPT_VIEW_BYTES if budget is None else budget
     if len(prompt) > MAX_PROMPT_VIEW_CHARS:
-        return _elided(prompt, special_tokens, generation_start, anchor_end, prefix_segments, classes, show_whitespace)
+        return _elided(prompt, special_tokens, generation_start, anchor_end, prefix_segments, classes, show_whitespace,
+                       budget)
     classes = classes or {}
     layers: list[tuple[int, int, str]] = []
     for m in special_token_pattern(special_tokens).finditer(prompt):
@@ -190,46 +230,56 @@ def prompt_html(
         markers[anchor_end] = markers.get(anchor_end, "") + (
             '<span class="mark anchor-mark" title="start_anchor: the response template starts parsing here">▾ parsing starts</span>'
         )
-    body = _layered(prompt, layers, markers, show_whitespace, pieces)
+    body = _layered(prompt, layers, markers, show_whitespace, pieces, budget)
     return f'<div class="prompt-text{" show-ws" if show_whitespace else ""}"{data}>{body}</div>'
 
 
 def _elided(prompt: str, special_tokens: Iterable[str], generation_start: int | None, anchor_end: int | None,
-            prefix_segments: Sequence[Segment], classes: dict[str, str] | None, show_whitespace: bool) -> str:
+            prefix_segments: Sequence[Segment], classes: dict[str, str] | None, show_whitespace: bool,
+            budget: int) -> str:
     half = MAX_PROMPT_VIEW_CHARS // 2
     cut = len(prompt) - half
     tail = prompt_html(
         prompt[cut:], special_tokens=special_tokens, classes=classes, show_whitespace=show_whitespace,
         generation_start=generation_start - cut if generation_start is not None and generation_start >= cut else None,
         anchor_end=anchor_end - cut if anchor_end is not None and anchor_end >= cut else None,
-        prefix_segments=[replace(s, start=s.start - cut, end=s.end - cut) for s in prefix_segments if s.start >= cut],
+        prefix_segments=[s._replace(start=s.start - cut, end=s.end - cut) for s in prefix_segments if s.start >= cut],
+        budget=budget // 2,
     )
-    head = prompt_html(prompt[:half], special_tokens=special_tokens, show_whitespace=show_whitespace)
+    head = prompt_html(prompt[:half], special_tokens=special_tokens, show_whitespace=show_whitespace, budget=budget // 2)
     note = (f'<div class="stale-banner">The prompt is {len(prompt):,} characters: its first and last {half:,} are '
             f"shown; {cut - half:,} in between are not.</div>")
     return note + head + '<div class="elided">…</div>' + tail
 
 
 def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, str], show_ws: bool,
-             pieces: Sequence[tuple[int, int, str, str]] = ()) -> str:
+             pieces: Sequence[tuple[int, int, str, str]] = (), budget: int | None = None) -> str:
     """Escaped `text` where each piece carries the classes of every layer covering it (and the
-    attributes of the tile of `pieces` it is in)."""
+    attributes of the tile of `pieces` it is in). One pass over the cuts, with the layers that start
+    and end at each (a prompt of 40,000 special tokens once took a minute: every layer was tested at
+    every cut). Stops past `budget` bytes, with a note."""
     points = {0, len(text), *markers}
-    for start, end, _ in layers:
+    starting: dict[int, list[int]] = {}
+    ending: dict[int, list[int]] = {}
+    for index, (start, end, _) in enumerate(layers):
         points.update((start, end))
+        starting.setdefault(start, []).append(index)
+        ending.setdefault(end, []).append(index)
     for start, *_ in pieces:
         points.add(start)
     cuts = sorted(p for p in points if 0 <= p <= len(text))
     out = []
+    size = 0
     tile = 0
+    covering: set[int] = set()  # the layers covering the stretch after the current cut
     for a, b in zip(cuts, cuts[1:] + [None]):
+        covering.update(starting.get(a, ()))
+        covering.difference_update(ending.get(a, ()))  # (after: an empty layer covers nothing)
         if a in markers:
             out.append(markers[a])
         if b is None or b <= a:
             continue
-        piece = text[a:b]
-        active = [cls for start, end, cls in layers if start <= a and b <= end]
-        rendered = visible_ws(piece) if show_ws else (newline_marks(piece) if "tok" in active else esc(piece))
+        active = [layers[i][2] for i in sorted(covering)]
         attrs = ""
         if pieces:
             while tile + 1 < len(pieces) and pieces[tile][1] <= a:
@@ -238,8 +288,24 @@ def _layered(text: str, layers: list[tuple[int, int, str]], markers: dict[int, s
             attrs = pieces[tile][3]
         cls = " ".join(c for c in active if c)
         cls = f' class="{cls}"' if cls else ""
-        out.append(f"<span{cls}{attrs}>{rendered}</span>" if cls or attrs else rendered)
+        # A long stretch in slices, so the budget is checked as the view grows (not after a stretch of
+        # 200,000 newlines became 5 MB of visible whitespace).
+        for at in range(a, b, _SLICE):
+            end = min(at + _SLICE, b)
+            piece = text[at:end]
+            rendered = visible_ws(piece) if show_ws else (newline_marks(piece) if "tok" in active else esc(piece))
+            shown = f"<span{cls}{attrs}>{rendered}</span>" if cls or attrs else rendered
+            size += len(shown)
+            if budget is not None and size > budget:
+                out.append(f'<div class="stale-banner view-cut">The prompt is shown up to character {at:,} of '
+                           f"{len(text):,}: its view is over the {budget // 1000:,} kB an answer may carry (a newline or "
+                           "a special token every few characters).</div>")
+                return "".join(out)
+            out.append(shown)
     return "".join(out)
+
+
+_SLICE = 2048  # characters of one stretch of the prompt rendered at a time
 
 
 # ----- the streaming output --------------------------------------------------------------------

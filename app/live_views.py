@@ -6,6 +6,7 @@ script (`widgets.incremental_html`) appends what a value gained since the last u
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 
 from engine.trace import Segment
@@ -118,16 +119,33 @@ def stream_value(run_id: str, html_text: str) -> list:
 class EventsView:
     """The parser's events as table rows, incrementally. Consecutive `region_chunk` events of one
     region share a row (the text joined, the number of chunks counted): one row per chunk would
-    make a long output unreadable and slow. Rows that are complete are rendered once."""
+    make a long output unreadable and slow. Rows that are complete are rendered once. At most
+    `MAX_ROWS` rows are drawn (the first ones; with `keep_last`, the last ones), then a row counts the
+    rest: an output of 30,000 short regions is 90,000 rows, which the page would draw one by one."""
 
     HEAD = 48  # characters of a long chunk row shown from its start and its end
+    MAX_ROWS = 1_000
 
-    def __init__(self, run_id: str, classes: dict[str, str]):
+    def __init__(self, run_id: str, classes: dict[str, str], keep_last: bool = False):
         self.run_id = run_id
         self.classes = classes
         self.count = 0
         self.html = PagedHtml()
         self._open: dict | None = None  # the chunk row still growing
+        self.rows = 0  # rows drawn
+        self.left_out = 0  # rows not drawn
+        self.keep_last = keep_last
+        self._last: deque[str] = deque(maxlen=self.MAX_ROWS)
+
+    def _append(self, row: str) -> None:
+        if self.keep_last:
+            self.left_out += len(self._last) == self.MAX_ROWS
+            self._last.append(row)
+        elif self.rows < self.MAX_ROWS:
+            self.rows += 1
+            self.html.append(row)
+        else:
+            self.left_out += 1
 
     def add(self, events: Iterable[dict], source: str = "output") -> None:
         """Add events; `source` "prompt" marks the prompt's prefilled regions, "latest" the events
@@ -151,13 +169,13 @@ class EventsView:
                 continue
             self._freeze()
             if event["type"] == "region_open":
-                self.html.append(self._row("region_open", event["field"], "", None, source))
+                self._append(self._row("region_open", event["field"], "", None, source))
             else:
-                self.html.append(self._row("region_close", event["field"], shorten(value_text(event.get("value")), 200), None, source))
+                self._append(self._row("region_close", event["field"], shorten(value_text(event.get("value")), 200), None, source))
 
     def _freeze(self) -> None:
         if self._open is not None:
-            self.html.append(self._chunk_row(self._open))
+            self._append(self._chunk_row(self._open))
             self._open = None
 
     def _chunk_row(self, row: dict) -> str:
@@ -180,6 +198,25 @@ class EventsView:
             f"<td class=\"ev-text\">{newline_marks(text)}</td><td>{dirty_cell}</td></tr>"
         )
 
+    def last_within(self, budget: int) -> str:
+        """(`keep_last`) The last rows, the growing one included, within `budget` bytes, after a row
+        that counts the rows left out."""
+        rows = [*self._last, *([self._chunk_row(self._open)] if self._open is not None else [])]
+        kept, size = [], 0
+        for row in reversed(rows):
+            size += len(row)
+            if size > budget:
+                break
+            kept.append(row)
+        left = self.left_out + len(rows) - len(kept)
+        more = f'<tr class="more-row"><td colspan="4">… {left:,} rows before these, not drawn</td></tr>' if left else ""
+        return more + "".join(reversed(kept))
+
     def value(self) -> list:
-        tail = self._chunk_row(self._open) if self._open is not None else ""
-        return view_value(self.run_id, list(self.html.pages), tail, self.count)
+        tail = self._chunk_row(self._open) if self._open is not None and (self.keep_last or self.rows < self.MAX_ROWS) else ""
+        more = (f'<tr class="more-row"><td colspan="4">… {self.left_out:,} more rows '
+                f"{'before these' if self.keep_last else 'after these'}, not drawn (the table shows {self.MAX_ROWS:,}; "
+                "the output and the message show everything)</td></tr>") if self.left_out else ""
+        if self.keep_last:
+            return view_value(self.run_id, [more + "".join(self._last)], tail, self.count)
+        return view_value(self.run_id, list(self.html.pages), tail + more, self.count)

@@ -1,7 +1,8 @@
 () => {
   // Provenance (issue 22): where each character came from, answered in the page. The prompt view
   // carries its pieces (app/provenance_view.py): each span data-p="i" is row i of the prompt text's
-  // data-pieces table, [line, column, end line, end column, message (-1: none), kind, [call lines]];
+  // data-pieces table, [line, column, end line, end column, message (-1: none), kind, call chain (-1:
+  // none)]; data-chains holds each call chain once, [chain it extends (-1: none), call site line];
   // data-fields maps a field's colour class and a segment kind to [line, column, end line, end column]
   // of the response template key that claims it.
   const KINDS = ['template text', 'string literal', 'expression', 'block'];
@@ -120,12 +121,30 @@
 
   // ----- the prompt → the template and the case -------------------------------------------------
   let pinned = null;
+  const callLines = new WeakMap();  // a chains table -> the call lines of each chain, outermost first
+  function callsOf(text, chain) {
+    // The lines of a chain's call sites: each chain once, built from the one it extends.
+    const chains = data(text, 'chains') || [];
+    let known = callLines.get(chains);
+    if (!known) { known = []; callLines.set(chains, known); }
+    if (!(chain >= 0) || !chains[chain]) return [];
+    const path = [];
+    for (let c = chain; c >= 0 && !known[c] && chains[c]; c = chains[c][0]) path.push(c);
+    for (const c of path.reverse()) {
+      const parent = chains[c][0];
+      known[c] = [...(parent >= 0 && known[parent] ? known[parent] : []), chains[c][1]];
+    }
+    return known[chain] || [];
+  }
   function pieceOf(el) {
     // A stale prompt (the last that rendered, kept on screen after an edit that does not) was
-    // written by an older template: its lines no longer say anything.
+    // written by an older template: its lines no longer say anything. A piece as the page reads
+    // it: its row, with the lines of its call sites in place of its chain.
     if (document.querySelector('#prompt-view .stale-banner')) return null;
-    const rows = data(el.closest('.prompt-text'), 'pieces');
-    return rows ? rows[+el.dataset.p] : null;
+    const text = el.closest('.prompt-text');
+    const rows = data(text, 'pieces');
+    const row = rows ? rows[+el.dataset.p] : null;
+    return row ? [...row.slice(0, 6), callsOf(text, row[6])] : null;
   }
   function readout(text, el) {
     // A line that floats under the character (no room is taken from the first screen for it).
@@ -158,7 +177,9 @@
     const role = p[4] >= 0 ? messageRole(p[4]) : null;
     // Messages are counted from 1, as the conversation editor's cards are ("Message 1").
     const message = p[4] >= 0 ? `message ${p[4] + 1}${role ? ` (${role})` : ''}` : 'no message';
-    const via = p[6].length ? ` · via line ${p[6].join(', ')}` : '';
+    // (A deep chain, a macro that calls itself, is said by its ends: the readout stays one line.)
+    const lines = p[6].length > 8 ? [...p[6].slice(0, 3), `… ${p[6].length - 6} more …`, ...p[6].slice(-3)] : p[6];
+    const via = p[6].length ? ` · via line ${lines.join(', ')}` : '';
     return `${where} · ${KINDS[p[5]] || 'expression'}${sourceText(p)} · ${message}${via}`;
   }
   function show(el) {
@@ -215,7 +236,7 @@
     if (!rows || !line || document.querySelector('#prompt-view .stale-banner')) return;
     for (const el of text.querySelectorAll('[data-p]')) {
       const p = rows[+el.dataset.p];
-      if (p && ((p[0] <= line && line <= p[2]) || p[6].includes(line))) el.classList.add('pv-hit');
+      if (p && ((p[0] <= line && line <= p[2]) || callsOf(text, p[6]).includes(line))) el.classList.add('pv-hit');
     }
   }
   function followCursor(event) {

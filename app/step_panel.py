@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import gradio as gr
 
+from engine import limits
 from engine.text import shorten
-from engine.trace import Trace
+from engine.trace import Segment, Trace
 
 from .highlight import esc, field_classes, legend_html, message_json, newline_marks, output_html, prefix_html
 from .provenance_view import held_back
@@ -16,6 +17,58 @@ from .live_views import EventsView, view_html
 from .state import Session
 
 EMPTY = '<div class="step-empty">Run something, then move the slider to replay it chunk by chunk.</div>'
+
+
+# What one step shows, in bytes of its view: its answer stays within limits.MAX_ANSWER_BYTES whatever
+# the run was (an output of 500,000 characters in 30,000 regions was megabytes per slider move); and
+# the longest text of the chunk, the held-back text and the message so far, each.
+STEP_BYTES = {"output": limits.MAX_ANSWER_BYTES * 40 // 100, "events": limits.MAX_ANSWER_BYTES * 20 // 100,
+              "segments": limits.MAX_ANSWER_BYTES * 15 // 100}
+STEP_TEXT_CHARS = 10_000
+
+
+def _window(segments: list[Segment], start: int) -> list[Segment]:
+    """The segments from `start` on (the one it falls in cut there)."""
+    if start <= 0:
+        return segments
+    kept = [s for s in segments if s.end > start]
+    if kept and kept[0].start < start:
+        kept[0] = kept[0]._replace(start=start)
+    return kept
+
+
+def _stream_within(session: Session, prompt: str, trace: Trace, segments: list[Segment], classes: dict[str, str],
+                   budget: int) -> str:
+    """The output up to the step, as its last characters whose view fits in `budget` bytes (its last
+    8,000 characters, then half as many until it fits), after a note of how many are not shown."""
+    output = trace.output
+    title = held_back(trace.template, session.regex.active)
+    chars = min(len(output) + 1, 8_000)
+    while True:
+        shown = _window(segments, len(output) - chars)
+        cut = shown[0].start if shown and shown[0].start > 0 else 0
+        lead = (f'<span class="step-cut">… {cut:,} characters before these</span>' if cut else
+                prefix_html(prompt, trace.prefix_segments(), classes))
+        html = output_html(output, shown, classes, trace.diagnostics, lead, title)
+        if len(html) <= budget or chars <= 16:
+            return html
+        chars //= 2
+
+
+def _segment_rows(output: str, segments: list[Segment], classes: dict[str, str], budget: int) -> str:
+    """The last segments' rows within `budget` bytes, after a row counting the others."""
+    rows, size = [], 0
+    for s in reversed(segments):
+        row = (f'<tr><td>{s.start}</td><td>{s.end}</td><td>{esc(s.kind)}</td><td><span class="chip '
+               f'{classes.get(s.field or "", "")}">{esc(s.field or "")}</span></td><td class="ev-text">'
+               f"{newline_marks(shorten(output[s.start:s.end], 120))}</td></tr>")
+        size += len(row)
+        if size > budget:
+            break
+        rows.append(row)
+    left = len(segments) - len(rows)
+    more = f'<tr class="more-row"><td colspan="5">… {left:,} segments before these</td></tr>' if left else ""
+    return more + "".join(reversed(rows))
 
 
 def ready_html(chunks: int) -> str:
@@ -44,7 +97,7 @@ def step_view(session: Session, position: float) -> str:
     k = max(0, min(int(position or 0), total + 1))
     trace = Trace(run.response_spec, prompt=run.prompt, tools=run.tools, response_text=run.ran_with[1] if run.ran_with else None)
     classes = field_classes(trace.template.fields)
-    events = EventsView("step", classes)
+    events = EventsView("step", classes, keep_last=True)  # (the rows before this step, up to its bound)
     events.add(trace.initial_events, source="prompt")
     latest: list[dict] = []
     for index, chunk in enumerate(chunks[: min(k, total)]):
@@ -60,8 +113,9 @@ def step_view(session: Session, position: float) -> str:
     segments = trace.segments()
     pending = next((s for s in reversed(segments) if s.kind == "pending"), None)
     output = trace.output
-    stream = output_html(output, segments, classes, trace.diagnostics, prefix_html(run.prompt, trace.prefix_segments(), classes),
-                         held_back(trace.template, session.regex.active))
+    # What a step shows is bounded (limits.MAX_ANSWER_BYTES), whatever the run was: the output before
+    # the step's end, the last rows of events and segments, the message so far, each within its share.
+    stream = _stream_within(session, run.prompt, trace, segments, classes, STEP_BYTES["output"])
 
     if finished:
         head = f"<b>End of output</b> (after all {total} chunks): the parser closes what is still open."
@@ -70,24 +124,20 @@ def step_view(session: Session, position: float) -> str:
     else:
         chunk = chunks[k - 1]
         ids = run.chunk_ids(k - 1)
-        id_text = (f' · token id{"s" if len(ids) > 1 else ""} <code class="token-ids">{" ".join(map(str, ids))}</code>'
-                   if ids else "")
+        id_text = (f' · token id{"s" if len(ids) > 1 else ""} <code class="token-ids">{" ".join(map(str, ids[:50]))}'
+                   f'{" …" if len(ids) > 50 else ""}</code>' if ids else "")
         head = (
-            f'<b>Chunk {k} of {total}</b>: <code class="chunk">{esc(chunk)}</code>{id_text}'
+            f'<b>Chunk {k} of {total}</b>: <code class="chunk">{esc(shorten(chunk, STEP_TEXT_CHARS))}</code>{id_text}'
             f" · {run.tokens[k - 1]:,} tokens · {run.seconds[k - 1]:.2f} s"
         )
     pending_html = (
-        f'<pre class="pending-box">{esc(output[pending.start : pending.end])}</pre>'
+        f'<pre class="pending-box">{esc(shorten(output[pending.start : pending.end], STEP_TEXT_CHARS))}</pre>'
         f'<div class="sub">held back: it may still become a delimiter of {esc(pending.field or "a region")}</div>'
         if pending is not None
         else '<div class="sub">nothing held back</div>'
     )
-    rows = view_html(events.value())
-    segment_rows = "".join(
-        f'<tr><td>{s.start}</td><td>{s.end}</td><td>{esc(s.kind)}</td><td><span class="chip {classes.get(s.field or "", "")}">'
-        f'{esc(s.field or "")}</span></td><td class="ev-text">{newline_marks(shorten(output[s.start:s.end], 120))}</td></tr>'
-        for s in segments
-    )
+    rows = events.last_within(STEP_BYTES["events"])
+    segment_rows = _segment_rows(output, segments, classes, STEP_BYTES["segments"])
     return f"""
 <div class="step-view" data-position="{k}">
   <div class="step-head">{head}</div>
@@ -96,7 +146,7 @@ def step_view(session: Session, position: float) -> str:
     <div class="step-stream"><div class="stream-text">{stream}</div></div>
     <div class="step-side">
       <div class="step-label">Pending text</div>{pending_html}
-      <div class="step-label">Message so far</div><pre class="message-box">{esc(message_json(trace.message))}</pre>
+      <div class="step-label">Message so far</div><pre class="message-box">{esc(shorten(message_json(trace.message), STEP_TEXT_CHARS))}</pre>
     </div>
   </div>
   <div class="step-label">Events so far ({events.count}; this step's highlighted)</div>

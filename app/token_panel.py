@@ -125,39 +125,54 @@ def use_model(session: Session) -> dict[str, Any]:
     return {"tokenizer_status": status_html(session, problems), **special_tokens_shown(session)}
 
 
+# The token view's HTML on the page (it replaces the prompt's text and provenance there).
+TOKEN_VIEW_BYTES = limits.PROMPT_VIEW_BYTES + limits.PAGE_EXPLANATION_BYTES
+
+
 def session_tokens(session: Session, prompt: str, generation_spans: list, generation_start: int | None,
                    timeout: float) -> TokenView | None:
     """The prompt's tokens with this session's tokenizer (in the bounded worker), or None without one."""
     if session.tokenizer is None:
         return None
     return prompt_tokens(session.tokenizer.files, prompt, generation_spans, generation_start, timeout=timeout,
-                         owner=session.owner)
+                         owner=session.owner, page_bytes=TOKEN_VIEW_BYTES)
 
 
-def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False) -> str:
+def tokens_html(prompt: str, view: TokenView, show_whitespace: bool = False, budget: int | None = None) -> str:
     """The prompt cut at its token boundaries: tokens alternate shades, each with its id and the
     tokenizer's own spelling on hover (`title`, and the ids in `data-ids`); special tokens boxed; the
     generation prompt and the assistant mask shaded. One short element per token: a prompt of
-    thousands of tokens is rebuilt on every keystroke."""
+    thousands of tokens is rebuilt on every keystroke. At most `budget` bytes (`TOKEN_VIEW_BYTES`;
+    the worker sent about as many tokens, `TokenView.for_page`): the rest of the prompt is a note."""
+    budget = TOKEN_VIEW_BYTES if budget is None else budget
     out = []
+    size = 0
     ids, pieces, special, mask = view.ids, view.pieces, view.special, view.assistant_mask
     generation = view.generation_token if view.generation_token is not None else len(ids)
     escape = html.escape
-    for start, end, tokens in view.cells(len(prompt)):
+    shown_end = len(prompt) if view.shown_end is None else view.shown_end
+    for start, end, tokens in view.cells(shown_end):
         text = prompt[start:end]
         shown = visible_ws(text) if show_whitespace else escape(text, quote=False).replace("\n", '<span class="ws">↵</span>\n')
-        if not tokens:
-            out.append(shown)
-            continue
-        first = tokens[0]
-        if len(tokens) == 1:
-            classes = f"tk tk{first & 1}{' sp' if special[first] else ''}{' am' if mask[first] else ''}{' gp' if first >= generation else ''}"
-            token_ids, spelled = str(ids[first]), pieces[first]
-        else:
-            classes = (f"tk tk{first & 1}{' sp' if any(special[i] for i in tokens) else ''}"
-                       f"{' am' if any(mask[i] for i in tokens) else ''}{' gp' if first >= generation else ''}")
-            token_ids, spelled = " ".join(str(ids[i]) for i in tokens), " ".join(pieces[i] for i in tokens)
-        out.append(f'<span class="{classes}" data-ids="{token_ids}" title="id {token_ids} · {escape(spelled)}">{shown}</span>')
+        if tokens:
+            first = tokens[0]
+            if len(tokens) == 1:
+                classes = f"tk tk{first & 1}{' sp' if special[first] else ''}{' am' if mask[first] else ''}{' gp' if first >= generation else ''}"
+                token_ids, spelled = str(ids[first]), pieces[first]
+            else:
+                classes = (f"tk tk{first & 1}{' sp' if any(special[i] for i in tokens) else ''}"
+                           f"{' am' if any(mask[i] for i in tokens) else ''}{' gp' if first >= generation else ''}")
+                token_ids, spelled = " ".join(str(ids[i]) for i in tokens), " ".join(pieces[i] for i in tokens)
+            shown = f'<span class="{classes}" data-ids="{token_ids}" title="id {token_ids} · {escape(spelled)}">{shown}</span>'
+        size += len(shown)
+        if size > budget:
+            shown_end = start
+            break
+        out.append(shown)
+    if shown_end < len(prompt):
+        out.append(f'<div class="stale-banner view-cut">Tokens are shown up to character {shown_end:,} of {len(prompt):,}: '
+                   f"the rest would be over the {budget // 1000:,} kB the page shows of them (the counts above are the "
+                   "whole prompt's).</div>")
     return f'<div class="prompt-text token-text{" show-ws" if show_whitespace else ""}">{"".join(out)}</div>'
 
 

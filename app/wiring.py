@@ -19,6 +19,8 @@ from typing import Any
 
 import gradio as gr
 
+from engine import limits
+from engine.errors import logger
 from engine.server_guard import serving
 
 from . import visitors
@@ -84,6 +86,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
             raise KeyError(f"{handler.__name__} returned values for {sorted(unknown)}, which are not its outputs")
         if not result and outputs:  # nothing changes: Gradio needs at least one output named
             return {next(iter(outputs.values())): gr.skip()}
+        result = within_budget(handler.__name__, result, outputs)
         return {outputs[name]: exact_value(outputs[name], value) for name, value in result.items()}
 
     if inspect.isgeneratorfunction(handler):
@@ -119,6 +122,37 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
 
 # The name of the request parameter every callback takes (Gradio fills it; handlers never see it).
 REQUEST = "playground_request"
+# Views: what the server writes for the page (the visitor's own texts, in editors and text boxes, are
+# bounded by the workspace's limits instead).
+VIEWS = (gr.HTML, gr.Markdown)
+
+
+def answer_size(result: dict[str, Any], outputs: dict[str, Any]) -> int:
+    """The bytes of the views in one answer (`limits.MAX_ANSWER_BYTES` bounds them). The streamed
+    views of a run (lists of pages, sent as diffs) are not counted: each update sends what they gained."""
+    return sum(len(value) for name, value in result.items() if isinstance(value, str) and isinstance(outputs[name], VIEWS))
+
+
+def within_budget(handler: str, result: dict[str, Any], outputs: dict[str, Any]) -> dict[str, Any]:
+    """`result`, with its largest views replaced by a note while its views are over the answer's
+    budget. Each view bounds itself first (the prompt, diagnostics, provenance from the worker):
+    this is the net under them, so that no answer, however a new view is written, carries more."""
+    size = answer_size(result, outputs)
+    if size <= limits.MAX_ANSWER_BYTES:
+        return result
+    result = dict(result)
+    views = sorted((name for name, value in result.items() if isinstance(value, str) and isinstance(outputs[name], VIEWS)),
+                   key=lambda name: len(result[name]), reverse=True)
+    for name in views:
+        logger.warning("An answer over its budget: %s's %s is %s bytes (the answer %s, over %s): cut", handler, name,
+                       len(result[name]), size, limits.MAX_ANSWER_BYTES)
+        size -= len(result[name])
+        result[name] = (f'<div class="stale-banner view-cut">This view is not shown: it is {len(result[name]) // 1000:,} kB, '
+                        f"over the {limits.MAX_ANSWER_BYTES // 1000:,} kB an answer to the page may carry.</div>")
+        size += len(result[name])
+        if size <= limits.MAX_ANSWER_BYTES:
+            break
+    return result
 
 
 def _session(values: dict[str, Any]) -> Session | None:

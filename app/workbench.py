@@ -74,8 +74,9 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     # the slowest part of an edit).
     timeout = None if in_process else RENDER_TIMEOUT
     # (The Tokens view shows no provenance: then it is not computed.)
+    # (Explained as the page shows it: counted and cut in the worker, so the server only forwards it.)
     result = workspace.render(case, timeout=timeout, owner=session.owner, with_generation_start=True,
-                              explain=explain and not session.show_tokens)
+                              explain="page" if explain and not session.show_tokens else False)
     chat_diags = [d for d in result.diagnostics if d.source != "case"]
     case_diags = [d for d in result.diagnostics if d.source == "case"]
     if result.prompt is None:
@@ -105,7 +106,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     body = None
     if session.show_tokens and tokens is not None and not tokens.diagnostics:
         body = TOKEN_LEGEND + tokens_html(prompt, tokens, show_whitespace)
-    pieces, table, explained = prompt_pieces(result.explanation)
+    pieces, table, explained = prompt_pieces(result.page_explanation)
     body = body or prompt_html(
         prompt,
         special_tokens=special,

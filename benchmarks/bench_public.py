@@ -6,7 +6,9 @@ for a while (tests/attacks.py) while visitors edit and a newcomer arrives, and a
 the server with its workers and the disk under its temporary folders are measured once the
 attacker's sessions are idle past the limit (shortened for the run). Targets (issue 25): during each
 attack a newcomer's page ≤ 2 s and the visitors' edits p95 ≤ 2 s; after it, memory within 300 MB of
-where it started and the disk where it was.
+where it started and the disk where it was. Issue 29's attacks are among them (deep call chains of a
+recursive macro, explained; the share link of a huge conversation), and a browser tab opening that
+link is timed at the end (a page script answers within 1 s).
 
 Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10]` (or
 `python -m benchmarks --public`)."""
@@ -17,6 +19,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from tests.attacks import ATTACKS, Phase, big_tokenizers, compile_bombs, quiet, run_phase
@@ -36,6 +39,44 @@ def _row(phase: Phase) -> str:
             f"{phase.memory_before / MB:.0f} → {phase.memory_peak / MB:.0f} → {phase.memory_after / MB:.0f} MB | "
             f"{phase.disk_before / MB:.2f} → {phase.disk_after / MB:.2f} MB | {'met' if ok else 'MISSED'} |"
             + (f" errors: {phase.errors[:2]}" if phase.errors else "") + (f" wrong: {phase.wrong[:2]}" if phase.wrong else ""))
+
+
+def tab_opening_largest_case(url: str) -> str:
+    """Issue 29: a browser tab opening a share link of the largest case a workspace holds (thousands of
+    empty messages in a link of a few kB): how long until its conversation is drawn, and the slowest
+    of five page scripts after that (target: each within 1 s; before, the tab froze for minutes)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser.conftest import CHROMIUM, CHROMIUM_ARGS
+    from tests.browser.test_large_case import largest_case
+
+    code, count = largest_case()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            started = time.monotonic()
+            page.goto(f"{url}#s={code}")
+            try:
+                page.wait_for_selector(f'#conversation[data-count="{count}"]', timeout=120_000)
+            except PlaywrightTimeout:
+                return f"a tab opening a share link of {count:,} messages: not drawn within 120 s — MISSED"
+            drawn = time.monotonic() - started
+            worst = 0.0
+            for _ in range(5):
+                asked = time.monotonic()
+                try:
+                    page.wait_for_function("() => true", timeout=10_000)
+                except PlaywrightTimeout:
+                    pass
+                worst = max(worst, time.monotonic() - asked)
+                page.wait_for_timeout(300)
+        finally:
+            browser.close()
+    return (f"a tab opening a share link of {count:,} messages ({len(code):,} characters): conversation drawn in "
+            f"{drawn:.1f} s, the slowest of 5 page scripts after it answered in {worst:.2f} s — "
+            + ("met" if worst <= 1 else "MISSED"))
 
 
 def main(argv: list[str] | None = None) -> list[Phase]:
@@ -76,6 +117,7 @@ def main(argv: list[str] | None = None) -> list[Phase]:
                               settle=settle if attack is not quiet else 0, **heavy.get(attack, {}))
             phases.append(phase)
             print(_row(phase), flush=True)
+        print("\n" + tab_opening_largest_case(url), flush=True)
     return phases
 
 

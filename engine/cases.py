@@ -176,7 +176,7 @@ def render_case(
     timeout: float | None = None,
     owner: Any = None,
     with_generation_start: bool = False,
-    explain: bool = False,
+    explain: bool | str = False,
 ) -> RenderResult:
     """Render a case. The case's own special tokens and kwargs win over the preset's defaults.
     `timeout` renders in the killable worker, `owner` is whose render it is; `with_generation_start`

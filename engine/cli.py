@@ -12,7 +12,7 @@ import pkgutil
 import sys
 
 from . import commands
-from .commands import UsageError
+from .commands import CommandTimeout, OutputOverflow, UsageError, bounded_command
 
 # The order `--help` lists subcommands in; any other module in engine/commands/ comes after.
 ORDER = ["render", "trace", "run", "check", "diff", "draft", "formats", "publish"]
@@ -34,8 +34,21 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # A command's --timeout covers everything it does (reading, its work, formatting and printing),
+    # and what it prints is bounded: each command says its time bound (`whole`, None: none).
+    whole = getattr(args, "whole", None)
+    seconds = whole(args) if whole else None
     try:
-        return args.handler(args)
+        with bounded_command(seconds if seconds is not None and seconds > 0 else None, args.command):
+            return args.handler(args)
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except CommandTimeout as e:
+        sys.stdout.flush()
+        print(f"\nerror: {e}", file=sys.stderr)
+        return 1
+    except OutputOverflow as e:
+        sys.stdout.flush()
+        print(f"\nerror: {e}", file=sys.stderr)
+        return 1

@@ -45,6 +45,23 @@ MAX_TOKENIZER_BYTES = int(_number("PLAYGROUND_MAX_TOKENIZER_MB", 40) * 1_000_000
 MAX_TOKEN_VIEW_CHARS = int(_number("PLAYGROUND_MAX_TOKEN_VIEW_CHARS", 200_000))
 # Pieces of a prompt's explanation (engine.provenance): a render that writes more is not explained.
 MAX_EXPLAINED_PIECES = int(_number("PLAYGROUND_MAX_EXPLAINED_PIECES", 100_000))
+
+# What one answer to the page carries: the views the server writes for it (the prompt, diagnostics, an
+# output, the checks, tokens, a step, a diff), in bytes. The visitor's own texts it sends back (the
+# editors, the browser's saved copy) are bounded by the workspace's limits instead. A view that would
+# be larger is cut, with a note; the server's work on an answer is linear in what it sends.
+MAX_ANSWER_BYTES = int(_number("PLAYGROUND_MAX_ANSWER_KB", 1000) * 1000)
+# Of an edit's answer: the prompt's text as the page shows it (escaped, special tokens boxed, visible
+# whitespace), and where each of its characters came from (the pieces' table, call chains and the
+# attributes of each piece's text), checked in the render worker before anything reaches the server.
+# (The rest: the three editors' diagnostics and the info line.)
+PROMPT_VIEW_BYTES = MAX_ANSWER_BYTES * 50 // 100
+PAGE_EXPLANATION_BYTES = MAX_ANSWER_BYTES * 30 // 100
+# Pieces the page shows (`render --explain` lists up to MAX_EXPLAINED_PIECES): more is not shown.
+MAX_PAGE_PIECES = int(_number("PLAYGROUND_MAX_PAGE_PIECES", 20_000))
+# What one command of `python -m engine` prints, in characters: a listing or JSON past it is not printed
+# whole (a prompt's 99,000 pieces with 50 call sites each were 516 MB of JSON), with a message.
+MAX_COMMAND_OUTPUT_CHARS = int(_number("PLAYGROUND_MAX_COMMAND_OUTPUT_MB", 32) * 1_000_000)
 # What a behaviour diff (engine.behaviour) sends back from its worker: prompts, changed texts and
 # messages together, in characters (changed prompts past it are shown as their changes only).
 MAX_BEHAVIOUR_DIFF_CHARS = int(_number("PLAYGROUND_MAX_BEHAVIOUR_DIFF_CHARS", 400_000))

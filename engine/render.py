@@ -8,6 +8,7 @@ turns every failure into a `Diagnostic` with a line and column in the template.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     # Upward, on purpose (tests/test_layers.py allows it): `explain` explains a render in the same
     # call, so one worker compiles the template once for both, under one time limit. Imported where
     # used, so a render that is not explained never loads the provenance.
-    from .provenance import Explanation
+    from .provenance import Explanation, PageExplanation
 
 # Rendered prompts longer than this are refused: a template that loops over its own output can
 # otherwise eat the server's memory. Real prompts are far below it (a 128k-token context is ~500k chars).
@@ -57,22 +58,39 @@ class RenderResult:
     generation_start: int | None = None
     # Where each character came from (engine.provenance), when asked for (`explain`).
     explanation: Explanation | None = None
+    # ... as the page shows it, bounded where the render ran (`explain="page"`, engine.provenance.page).
+    page_explanation: PageExplanation | None = None
 
     @property
     def ok(self) -> bool:
         return self.prompt is not None
 
-    def to_dict(self) -> dict:
-        data = {
+    def to_dict(self, max_chars: int | None = None) -> dict:
+        """As JSON data. `max_chars`: the pieces are left out (`pieces` null, the note says why) when
+        their JSON would be longer (99,000 pieces reached through 50 macro calls each are 516 MB):
+        counted piece by piece, so it stops there."""
+        data: dict[str, Any] = {
             "prompt": self.prompt,
             "generation_spans": [list(span) for span in self.generation_spans],
             "template_name": self.template_name,
             "diagnostics": [d.to_dict() for d in self.diagnostics],
         }
-        if self.explanation is not None:
-            pieces = self.explanation.pieces
-            data["pieces"] = None if pieces is None else [p.to_dict() for p in pieces]
-            data["explanation_note"] = self.explanation.note
+        explanation = self.explanation
+        if explanation is not None:
+            data["pieces"], data["explanation_note"] = None, explanation.note
+            if explanation.rows is not None:
+                data["pieces"] = pieces = []
+                size = 0
+                for row in explanation.rows:
+                    pieces.append(explanation.piece(row).to_dict())
+                    # (as printed: indented, one level in)
+                    size += len(json.dumps(pieces[-1], ensure_ascii=False, indent=2)) + 8 * len(pieces[-1]) + 8
+                    if max_chars is not None and size > max_chars:
+                        data["pieces"] = None
+                        data["explanation_note"] = (
+                            f"The pieces are not listed: {len(explanation.rows):,} pieces, whose JSON is longer than "
+                            "this output may be (PLAYGROUND_MAX_COMMAND_OUTPUT_MB).")
+                        break
         return data
 
 
@@ -111,7 +129,7 @@ def render(
     timeout: float | None = None,
     owner: Any = None,
     with_generation_start: bool = False,
-    explain: bool = False,
+    explain: bool | str = False,
     explain_seconds: float | None = None,
     locate: bool = True,
 ) -> RenderResult:
@@ -130,6 +148,9 @@ def render(
     `explain` also says where every character came from (`explanation`, engine.provenance), in the
     same call; the work of this call stops explaining `explain_seconds` after it started (with
     `timeout`: 60% of it, so a slow template is shown unexplained rather than not at all).
+    `explain="page"`: as the page shows it instead (`page_explanation`, engine.provenance.page),
+    counted and cut here, in the worker, to what the page will show (`limits.MAX_PAGE_PIECES`,
+    `limits.PAGE_EXPLANATION_BYTES`): the server only forwards it.
     `locate=False` leaves a run-time error at its line without its columns: for callers that only
     ask whether a conversation renders (finding the columns renders the template again, instrumented,
     which costs as much as compiling it)."""
@@ -157,7 +178,13 @@ def render(
     if result.ok and explain:
         left = None if explain_seconds is None else explain_seconds - (time.monotonic() - started)
         variables = _variables(messages, tools, documents, add_generation_prompt, kwargs)
-        result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left)
+        result.explanation = _explain(template, variables, result.prompt, chosen, bool(continue_final_message), left,
+                                      limits.MAX_PAGE_PIECES if explain == "page" else None)
+        if explain == "page":
+            from .provenance import for_page  # upward on purpose: see the TYPE_CHECKING import
+
+            result.page_explanation = for_page(result.explanation, limits.MAX_PAGE_PIECES, limits.PAGE_EXPLANATION_BYTES)
+            result.explanation = None  # (what the page does not show is not sent)
     return result
 
 
@@ -217,14 +244,15 @@ EXPLAIN_SHARE = 0.6
 
 
 def _explain(template: str, variables: dict | None, prompt: str, name: str | None, continued: bool,
-             seconds: float | None) -> Explanation:
+             seconds: float | None, max_pieces: int | None = None) -> Explanation:
     from .provenance import Explanation, explain_prompt  # upward on purpose: see the TYPE_CHECKING import
 
     if variables is None:
         return Explanation(None, note="No explanation: the variables could not be prepared as transformers does.")
     if seconds is not None and seconds <= 0:
         return Explanation(None, note="No explanation: the render took most of its time limit.")
-    return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds)
+    return explain_prompt(template, variables, prompt, template_name=name, continued=continued, seconds=seconds,
+                          max_pieces=max_pieces)
 
 
 def generation_start_in(prompt: str, without: str | None) -> int | None:

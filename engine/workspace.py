@@ -190,7 +190,7 @@ class Workspace:
         return passed_kwargs(self.kwarg_specs)
 
     def render(self, case: Case | None = None, timeout: float | None = None, owner: Any = None,
-               with_generation_start: bool = False, explain: bool = False) -> RenderResult:
+               with_generation_start: bool = False, explain: bool | str = False) -> RenderResult:
         """The prompt of `case` (the current one by default): the case's own kwargs and tokens win.
         `timeout` and `owner`: see `engine.render.render`; `with_generation_start`: where its
         generation prompt begins too, and `explain`: where each character came from, in the same call."""

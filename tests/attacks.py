@@ -1,4 +1,4 @@
-"""Issue 25's attacks on a served playground, one phase each, bounded in count and time, on 127.0.0.1
+"""Issue 25's attacks (and issue 29's) on a served playground, one phase each, bounded in count and time, on 127.0.0.1
 only. Used by tests/test_public_server.py (asserts) and benchmarks/bench_public.py (the table).
 
 Each client sends its own `X-Forwarded-For`, as a Space's proxy would add it (the server is started
@@ -161,6 +161,52 @@ def fill_disk(url: str, stop: threading.Event, jobs: list) -> None:
     folder.rmdir()
 
 
+def recursing(depth: int, width: int) -> str:
+    """A template whose macro calls itself `depth` levels deep, then writes `width` pieces (issue 29)."""
+    return ("{%- macro r(n) -%}{%- if n > 0 -%}{{- r(n - 1) -}}{%- else -%}"
+            "{%- for i in range(" + str(width) + ") -%}{{- 'x' -}}{%- endfor -%}{%- endif -%}{%- endmacro -%}"
+            "{{- r(" + str(depth) + ") -}}")
+
+
+def deep_call_chains(url: str, stop: threading.Event, jobs: list) -> None:
+    """Issue 29: four sessions of one client edit (render and explain) a macro that recurses 50 levels
+    and writes 99,000 pieces, and one of 120 levels and 19,900 pieces (under the page's piece cap):
+    each edit cost the server 12-15 s and 600 MB building call sites, and each answer was 6.5 MB."""
+    c = client(url, "198.51.100.70")
+    templates = [recursing(50, 99_000), recursing(120, 19_900)]
+    round_ = 0
+    while not stop.is_set():
+        for index in range(4):
+            c.reset_session()
+            _submit(c, refresh_args(templates[index % 2] + f"{{# {round_} #}}"), "/refresh", jobs)
+        round_ += 1
+        stop.wait(1.0)
+
+
+def huge_conversation_link(messages: int = 9_000) -> str:
+    """A share link's code (a few kB) for one case of `messages` empty messages: about the most a
+    workspace holds (issue 29: 2,000 of them froze the tab that opened it for 75 s)."""
+    import base64
+    import zlib
+
+    state = {"v": 1, "chat_template": "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}<|im_end|>\n"
+                                       "{% endfor %}",
+             "cases": [{"name": "huge", "messages": [{"role": "user", "content": ""}] * messages}], "case_name": "huge"}
+    return base64.urlsafe_b64encode(zlib.compress(json.dumps(state).encode(), 9)).decode().rstrip("=")
+
+
+def huge_conversation(url: str, stop: threading.Event, jobs: list) -> None:
+    """Issue 29: a share link of the largest case a workspace holds, opened again and again by new
+    sessions (what the server does for it; what the browser does is tests/browser/test_large_case.py,
+    and bench_public measures a tab opening it)."""
+    c = client(url, "198.51.100.80")
+    link = huge_conversation_link()
+    while not stop.is_set():
+        c.reset_session()
+        _submit(c, [json.dumps({"hash": "#s=" + link, "saved": None}), False], "/restore_page", jobs)
+        stop.wait(0.5)
+
+
 def quiet(url: str, stop: threading.Event, jobs: list) -> None:
     """No attack: what visitors and a newcomer get from this machine as it is loaded now."""
     jobs.append(None)
@@ -174,6 +220,8 @@ ATTACKS: dict[str, Callable[..., None]] = {
     "45 sessions of one client": many_sessions,
     "checks of 2 hostile clients": hostile_checks,
     "disk: downloads and uploads": fill_disk,
+    "deep call chains (explained)": deep_call_chains,
+    "a huge conversation by share link": huge_conversation,
 }
 
 

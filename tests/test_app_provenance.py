@@ -10,11 +10,11 @@ import re
 
 import pytest
 
-from app import provenance_view
 from app.highlight import field_classes, output_html
 from app.live_views import StreamView, view_html
 from app.provenance_view import held_back
 from app.workbench import build_prompt_view, edit_chat_template, explain_view
+from engine import limits
 from engine.response_spec import load_response_spec
 from engine.trace import Trace
 from tests.test_app_support import CHATML, session
@@ -48,8 +48,8 @@ def test_the_prompt_view_carries_each_pieces_line_and_message() -> None:
     assert "".join(texts[i] for i in sorted(texts)) == view.prompt  # the pieces tile the prompt, in order
     assert len(rows) == len(texts)
     by_text = {texts[i]: rows[i] for i in texts}
-    # [line, column, end line, end column, message, kind, call lines]: CHATML's line 2 writes the turn.
-    assert by_text["user"] == [2, 22, 2, 37, 0, 2, []]  # message['role']
+    # [line, column, end line, end column, message, kind, call chain]: CHATML's line 2 writes the turn.
+    assert by_text["user"] == [2, 22, 2, 37, 0, 2, -1]  # message['role']
     assert by_text["<|im_start|>assistant\n"][4:6] == [-1, 1]
     classes = dict((index, cls) for cls, index, _ in SPAN.findall(view.html))
     assert "pm0" in classes[str(rows.index(by_text["user"]))] and "pm-" in classes[str(len(rows) - 1)]
@@ -86,9 +86,9 @@ def test_a_prompt_without_an_explanation_says_why() -> None:
 
 
 def test_too_many_pieces_for_the_page(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(provenance_view, "MAX_PAGE_PIECES", 3)
-    view = build_prompt_view(session(), show_whitespace=False)
-    assert table(view.html, "pieces") is None and "over the page&#x27;s 3" in view.info
+    monkeypatch.setattr(limits, "MAX_PAGE_PIECES", 3)  # (checked where the render runs: here, in process)
+    view = build_prompt_view(session(), show_whitespace=False, in_process=True)
+    assert table(view.html, "pieces") is None and "more than 3 pieces, the most the page shows" in view.info
 
 
 def test_response_template_keys_by_colour_and_segment_kind() -> None:

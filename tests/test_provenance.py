@@ -283,6 +283,60 @@ def test_in_the_worker_and_as_json() -> None:
                                  "message": 0, "kind": "expression", "source": "message.role"}
 
 
+def recursing(depth: int, width: int) -> str:
+    """A macro that calls itself `depth` levels deep, then writes `width` pieces (issue 29's attack)."""
+    return ("{%- macro r(n) -%}\n{%- if n > 0 -%}{{- r(n - 1) -}}{%- else -%}\n"
+            "{%- for i in range(" + str(width) + ") -%}{{- 'x' -}}{%- endfor -%}{%- endif -%}{%- endmacro -%}\n"
+            "{{- r(" + str(depth) + ") -}}")
+
+
+def test_call_chains_are_kept_once_and_shared_by_their_pieces() -> None:
+    """A piece deep in a recursion names every call site it was reached through, exactly; the chains
+    are kept once each, so 120 levels and 300 pieces are 121 chains, not 300 lists of 121 sites."""
+    prompt, pieces = explained(recursing(120, 300), [{"role": "user", "content": "hi"}])
+    assert prompt == "x" * 300 and len(pieces) == 300
+    result = render(recursing(120, 300), [{"role": "user", "content": "hi"}], explain=True)
+    assert len(result.explanation.chains) == 121
+    calls = pieces[0].calls
+    assert [site.line for site in calls] == [4] + [2] * 120  # the top-level call, then the macro calling itself
+    assert calls[0].source == "r(120)" and calls[1].source == "r(n - 1)"
+    assert all(p.calls is calls for p in pieces)  # one tuple, shared
+
+
+def test_the_page_form_is_counted_and_cut_where_the_render_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`explain="page"`: the pieces as the page reads them (a row each, call chains once), or a note
+    when there are more pieces, or more bytes, than the page shows: checked where the render runs
+    (in the worker), so the server gets no more than the page shows."""
+    result = render(recursing(3, 5), [{"role": "user", "content": "hi"}], explain="page")
+    page = result.page_explanation
+    assert result.explanation is None and page.shown and page.note is None
+    assert [tile[:2] for tile in page.tiles] == [(i, i + 1) for i in range(5)] and {t[2] for t in page.tiles} == {-1}
+    rows, chains = json.loads(page.table), json.loads(page.chains)
+    column = column_of(recursing(3, 5), 3, "'x'")
+    assert rows[0] == [3, column, 3, column + 3, -1, 1, 3]  # the literal 'x' on line 3, through chain 3
+    assert chains == [[-1, 4], [0, 2], [1, 2], [2, 2]]  # r(3) on line 4, then r(n - 1) on line 2, three times
+    monkeypatch.setattr(limits, "MAX_PAGE_PIECES", 4)
+    page = render(recursing(3, 5), [{"role": "user", "content": "hi"}], explain="page").page_explanation
+    assert not page.shown and page.table == "" and "more than 4 pieces, the most the page shows" in page.note
+    monkeypatch.setattr(limits, "MAX_PAGE_PIECES", 20_000)
+    monkeypatch.setattr(limits, "PAGE_EXPLANATION_BYTES", 200)
+    page = render(recursing(3, 5), [{"role": "user", "content": "hi"}], explain="page").page_explanation
+    assert not page.shown and "take more than the 0 kB the page gives them" in page.note
+
+
+def test_a_deep_recursion_of_a_hundred_thousand_pieces_reaches_the_server_as_a_note() -> None:
+    """Issue 29: 50 levels, then 99,000 pieces. The worker stops explaining past the page's 20,000 and
+    sends a note, not 99,000 rows of 51 call sites (which the server then spent 12-15 s and 600 MB
+    building): a few hundred bytes pickled."""
+    import pickle
+
+    result = render(recursing(50, 99_000), [{"role": "user", "content": "hi"}], explain="page",
+                    timeout=limits.RENDER_SECONDS * 3)
+    assert result.ok and result.explanation is None, result.diagnostics
+    assert "more than 20,000 pieces, the most the page shows" in result.page_explanation.note
+    assert len(pickle.dumps(result.page_explanation)) < 1_000
+
+
 # ----- the output side ------------------------------------------------------------------------
 
 RESPONSE = """{

@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--format", choices=("text", "json", "github"), default="text",
                         help="text (default), json, or GitHub Actions annotations (::error file=…,line=…::…)")
     parser.add_argument("--json", action="store_true", help="the same as --format json")
-    parser.set_defaults(handler=run)
+    # --timeout bounds the whole command (engine.cli): the work, then formatting and printing it.
+    parser.set_defaults(handler=run, whole=lambda a: a.timeout)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -60,7 +60,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=float, default=limits.CHECK_SECONDS, metavar="SECONDS",
                         help=f"stop after this long, with an error (default {limits.CHECK_SECONDS:g}; the renders run "
                              "in a killable, memory-capped worker)")
-    parser.set_defaults(handler=run)
+    # --timeout bounds the whole command (engine.cli): the work, then formatting and printing it.
+    parser.set_defaults(handler=run, whole=lambda a: a.timeout)
 
 
 @dataclass

@@ -34,7 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
                         help=f"stop a template that renders too long (default {DEFAULT_TIMEOUT:g}; 0: no worker process)")
     parser.add_argument("--json", action="store_true", help='print {"response_template", "report", "diagnostics"}')
-    parser.set_defaults(handler=run)
+    # --timeout bounds the whole command (engine.cli): the work, then formatting and printing it.
+    parser.set_defaults(handler=run, whole=lambda a: a.timeout or None)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -29,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              'template was handling, its kind (with --json: "pieces", each {start, end, line, '
                              'column, message, kind, …})')
     add_timeout(parser, limits.RENDER_SECONDS, "rendering (run in a killable, memory-capped worker)")
-    parser.set_defaults(handler=run)
+    # --timeout bounds the whole command (engine.cli): the work, then formatting and printing it.
+    parser.set_defaults(handler=run, whole=lambda a: a.timeout)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,13 +55,25 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     result = render_case(template, case, inputs.special_tokens, timeout=timeout, explain=args.explain)
     result.diagnostics = [*inputs.diagnostics, *result.diagnostics]  # a model folder's own problems too
+    # What it prints is bounded (limits.MAX_COMMAND_OUTPUT_CHARS): the prompt, then its pieces within
+    # what is left, or a message saying they were too many to print.
+    room = limits.MAX_COMMAND_OUTPUT_CHARS - 2 * len(result.prompt or "") - 100_000
+    note = result.explanation.note if args.explain and result.explanation is not None else None
+    cut = False
     if args.json:
-        print_json(result.to_dict())
-    elif result.ok and args.explain and result.explanation is not None and result.explanation.pieces is not None:
-        print(prompt_listing(result.prompt, result.explanation.pieces))
+        data = result.to_dict(max_chars=room)
+        cut = args.explain and data.get("pieces") is None and result.explanation is not None and result.explanation.ok
+        note = data.get("explanation_note", note)
+        print_json(data)
+    elif result.ok and args.explain and result.explanation is not None and result.explanation.ok:
+        listing = prompt_listing(result.prompt, result.explanation.pieces, max_chars=room)
+        cut = listing.endswith("(PLAYGROUND_MAX_COMMAND_OUTPUT_MB)")
+        print(listing)
     elif result.ok:
         sys.stdout.write(result.prompt)
-    if args.explain and result.explanation is not None and result.explanation.note:
-        print(f"note: {result.explanation.note}", file=sys.stderr)
+    if note:
+        print(f"note: {note}", file=sys.stderr)
     print_diagnostics(result.diagnostics)
-    return 0 if result.ok and not has_errors(result.diagnostics) else 1
+    if cut:  # not everything asked for was printed
+        print("error: the explanation was not printed whole: it is over the output a command prints", file=sys.stderr)
+    return 0 if result.ok and not has_errors(result.diagnostics) and not cut else 1

@@ -37,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="list each segment with the key of the response template that claimed it (its line "
                              "and column) and, for held-back text, the delimiters it may still become")
     add_timeout(parser, limits.REGEX_SECONDS, "the response template's regexes (summed over the whole parse)")
-    parser.set_defaults(handler=run)
+    # (--timeout is the regexes' budget here: the whole command may take PLAYGROUND_RENDER_SECONDS more, engine.cli.)
+    parser.set_defaults(handler=run, whole=lambda a: a.timeout + limits.RENDER_SECONDS)
 
 
 def _placed(place, site) -> dict:

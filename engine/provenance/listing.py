@@ -13,10 +13,14 @@ from .prompt import Piece
 TEXT_WIDTH = 48
 
 
-def prompt_listing(prompt: str, pieces: Sequence[Piece]) -> str:
-    """`line:col  message  kind  text  (source; macro; call sites)` for each piece of the prompt."""
+def prompt_listing(prompt: str, pieces: Sequence[Piece], max_chars: int | None = None) -> str:
+    """`line:col  message  kind  text  (source; macro; call sites)` for each piece of the prompt. At
+    most about `max_chars`: the pieces past it are a last line that counts them."""
     rows = [("where", "message", "kind", "text", "written by")]
+    size = 0
     for piece in pieces:
+        if max_chars is not None and size > max_chars:
+            break
         where = "?" if piece.line is None else f"{piece.line}:{piece.column}"
         notes = []
         if piece.source is not None and piece.kind != "text":
@@ -30,7 +34,12 @@ def prompt_listing(prompt: str, pieces: Sequence[Piece]) -> str:
             notes.append(f"template {piece.template}")
         message = "-" if piece.message is None else str(piece.message + 1)  # counted from 1, as the page does
         rows.append((where, message, piece.kind, short(prompt[piece.start : piece.end], TEXT_WIDTH), "; ".join(notes)))
-    return _table(rows)
+        size += sum(len(cell) for cell in rows[-1]) + 2 * TEXT_WIDTH  # (with the columns' padding)
+    listing = _table(rows)
+    if len(rows) - 1 < len(pieces):
+        listing += (f"\n… and {len(pieces) - len(rows) + 1:,} more pieces, not listed: the listing is over the "
+                    f"{max_chars / 1e6:g} MB a command prints (PLAYGROUND_MAX_COMMAND_OUTPUT_MB)")
+    return listing
 
 
 def output_listing(output: str, origins: Sequence[SegmentOrigin]) -> str:

@@ -85,10 +85,14 @@ class Piece:
         return data
 
 
-# A piece as `_read` finds it: (start, end, origin id, message, the origin ids of the call sites it
-# was reached through, the line within the origin's template text). `Explanation.pieces` turns them
-# into `Piece`s; the page reads them as they are.
-Row = tuple[int, int, int, int | None, tuple[int, ...], int]
+# A piece as `_read` finds it: (start, end, origin id, message, its call chain (-1: none), the line
+# within the origin's template text). `Explanation.pieces` turns them into `Piece`s.
+Row = tuple[int, int, int, int | None, int, int]
+# A call chain: (the chain it extends, -1: none; the origin id of the call site it adds). The call
+# sites a piece was reached through, outermost first, are its chain's sites up to the root. Chains
+# are sent once and pieces refer to them by index: a macro that recurses 100 levels and then writes
+# 100,000 pieces has 100 chains, not 100,000 lists of up to 100 call sites.
+Chain = tuple[int, int]
 
 
 @dataclass
@@ -101,10 +105,15 @@ class Explanation:
     template_name: str | None = None
     note: str | None = None
     coarse: bool = False
+    chains: list[Chain] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.rows is not None
+
+    def __getstate__(self) -> dict:
+        # What a worker sends: the rows, chains and origins, never the pieces built from them.
+        return {k: v for k, v in self.__dict__.items() if k not in ("pieces", "_calls")}
 
     @cached_property
     def pieces(self) -> list[Piece] | None:
@@ -116,8 +125,23 @@ class Explanation:
         o = self.origins[origin]
         return Site(o.line, o.column, o.source)
 
-    def piece(self, row: Row) -> Piece:
-        start, end, origin, message, calls, k = row
+    def calls(self, chain: int) -> tuple[Site, ...]:
+        """The call sites of `chain`, outermost first (one tuple per chain, shared by its pieces)."""
+        cache = self.__dict__.setdefault("_calls", {-1: ()})
+        found = cache.get(chain)
+        if found is None:
+            path = []
+            while chain not in cache:  # up to a chain already known (iterative: chains may be deep)
+                path.append(chain)
+                chain = self.chains[chain][0]
+            found = cache[chain]
+            for link in reversed(path):
+                found = cache[link] = (*found, self.site(self.chains[link][1]))
+        return found
+
+    def place(self, row: Row) -> tuple[int | None, int | None, int | None, int | None]:
+        """Where a row's text is written: line, column, end line, end column (exclusive)."""
+        start, end, origin, _, _, k = row
         o = self.origins[origin]
         line, column, end_line, end_column = o.line, o.column, o.end_line, o.end_column
         if o.kind == "text" and line is not None:
@@ -125,8 +149,13 @@ class Explanation:
             # newline it ends with is the line's last column).
             line, column = line + k, (column if k == 0 else 1)
             end_line, end_column = line, column + end - start
-        return Piece(start, end, o.kind, line, column, end_line, end_column, message, o.source, self.template_name,
-                     o.macro, o.macro_line, tuple(self.site(c) for c in calls))
+        return line, column, end_line, end_column
+
+    def piece(self, row: Row) -> Piece:
+        start, end, origin, message, chain, _ = row
+        o = self.origins[origin]
+        return Piece(start, end, o.kind, *self.place(row), message, o.source, self.template_name, o.macro, o.macro_line,
+                     self.calls(chain))
 
 
 class _Unexplained(Exception):
@@ -147,31 +176,41 @@ def explain_prompt(
     template_name: str | None = None,
     continued: bool = False,
     seconds: float | None = None,
+    max_pieces: int | None = None,
 ) -> Explanation:
     """Explain `prompt`, which transformers rendered from `source` with `variables` (the variables
     `render_jinja_template` passed the template). `continued`: the render continued the final
     message, so transformers cut the prompt short of what the template wrote; the pieces are cut
-    there too. `seconds` bounds the work (None: no bound)."""
+    there too. `seconds` bounds the work (None: no bound); `max_pieces`, the pieces it finds (the
+    page's limit: it stops as soon as there are more; default `limits.MAX_EXPLAINED_PIECES`)."""
     if _ANY_MARKER.search(prompt) or has_markers(source):
         return Explanation(None, note="The template or the prompt holds a Unicode noncharacter (U+FDD0–U+FDD4), "
                                       "which the explanation uses as its markers.")
     deadline = None if seconds is None else time.monotonic() + seconds
+    limit = limits.MAX_EXPLAINED_PIECES if max_pieces is None else max_pieces
     try:
-        return _explain(source, variables, prompt, template_name, continued, seconds, deadline)
+        return _explain(source, variables, prompt, template_name, continued, seconds, deadline, limit)
     except _OverLimit as e:  # caught outside the timer, which is stopped by then
-        return Explanation(None, note=f"No explanation: {e}.")
+        if e.args[0] == _TOO_MANY and max_pieces is not None:
+            return Explanation(None, note=f"where each character came from is not shown: more than {limit:,} pieces, "
+                                          f"the most the page shows (python -m engine render --explain lists them)")
+        message = f"the prompt has more than {limit:,} pieces, the limit" if e.args[0] == _TOO_MANY else e.args[0]
+        return Explanation(None, note=f"No explanation: {message}.")
+
+
+_TOO_MANY = "too many pieces"  # (an _OverLimit's message: more pieces than the limit)
 
 
 def _explain(source: str, variables: dict, prompt: str, template_name: str | None, continued: bool,
-             seconds: float | None, deadline: float | None) -> Explanation:
+             seconds: float | None, deadline: float | None, limit: int) -> Explanation:
     """`explain_prompt`'s work under its timer (raises _OverLimit past a limit)."""
     why = ""
     with _alarm(seconds) as alarm:
         for captured in (True, False):
             try:
                 instrumented = instrument(source, captured)
-                marked = _render(instrumented.template, variables, prompt, deadline)
-                rows = _read(marked, instrumented.origins, prompt, continued)
+                marked = _render(instrumented.template, variables, prompt, deadline, limit)
+                rows, chains = _read(marked, instrumented.origins, prompt, continued, limit)
             except _OverLimit:
                 alarm.armed = False  # it landed: no more rings
                 raise
@@ -188,8 +227,8 @@ def _explain(source: str, variables: dict, prompt: str, template_name: str | Non
                 note = f"Shown whole (each call is one piece), since the template's code reads their output: macro {names}."
             else:
                 note = None
-            rows, origins = _used(rows, instrumented.origins)
-            return Explanation(rows, origins, template_name, note, coarse=not captured)
+            rows, chains, origins = _used(rows, chains, instrumented.origins)
+            return Explanation(rows, origins, template_name, note, coarse=not captured, chains=chains)
     return Explanation(None, note=f"No explanation: {why}.")
 
 
@@ -230,9 +269,9 @@ class _alarm:
             self.installed = False
 
 
-def _render(template: Any, variables: dict, prompt: str, deadline: float | None) -> str:
-    """The instrumented template's output, bounded in size and time."""
-    bound = len(prompt) + 64 * limits.MAX_EXPLAINED_PIECES
+def _render(template: Any, variables: dict, prompt: str, deadline: float | None, limit: int) -> str:
+    """The instrumented template's output, bounded in size (by `limit` pieces' markers) and time."""
+    bound = len(prompt) + 64 * limit
     token = use_messages(variables.get("messages"))
     out: list[str] = []
     size = 0
@@ -241,7 +280,7 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
             out.append(chunk)
             size += len(chunk)
             if size > bound:
-                raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
+                raise _OverLimit(_TOO_MANY)
             if deadline is not None and time.monotonic() > deadline:
                 raise _OverLimit("explaining took longer than its time limit")  # off the main thread
     finally:
@@ -251,7 +290,7 @@ def _render(template: Any, variables: dict, prompt: str, deadline: float | None)
 
 # A frame is a piece being written (or the template's top level): [origin id, its own message,
 # the message it inherits, {depth: (message, weak)} of the loops and ifs it is in, the message its
-# text belongs to (derived from the three before), the call sites it was reached through].
+# text belongs to (derived from the three before), its call chain (an index into `chains`, -1: none)].
 _PIECE, _OWN, _INHERITED, _CONTEXT, _MESSAGE, _CALLS = range(6)
 
 
@@ -269,11 +308,16 @@ def _message(frame: list) -> int | None:
     return found
 
 
-def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> list[Row]:
+def _read(marked: str, origins: list[Origin], prompt: str, continued: bool,
+          limit: int | None = None) -> tuple[list[Row], list[Chain]]:
     """The pieces the markers in `marked` describe, checked to tile exactly `prompt` (a prefix of
-    what the template wrote, when `continued`)."""
+    what the template wrote, when `continued`), and the call chains they refer to; it stops as soon
+    as there are more than `limit` pieces (default `limits.MAX_EXPLAINED_PIECES`)."""
+    limit = limits.MAX_EXPLAINED_PIECES if limit is None else limit
     rows: list[Row] = []
-    frames: list[list] = [[-1, None, None, {}, None, ()]]
+    chains: list[Chain] = []
+    known: dict[Chain, int] = {}  # each chain once: the pieces of one call share it
+    frames: list[list] = [[-1, None, None, {}, None, -1]]
     text_origin = [o.kind == "text" and o.line is not None for o in origins]
     written, cut = 0, len(prompt)
     parts = _MARKERS.split(marked)  # text, then the 6 groups of a marker, then text, …
@@ -292,6 +336,8 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
             else:
                 rows.append((written, written + len(text), frame[_PIECE], frame[_MESSAGE], frame[_CALLS], 0))
             written += len(text)
+            if len(rows) > limit:  # (a fast stop: counting on would only find more)
+                raise _OverLimit(_TOO_MANY)
         elif text and frames[-1][_PIECE] < 0:
             raise _Unexplained("text outside any piece")
         if i + 1 >= len(parts):
@@ -302,7 +348,11 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
             piece = int(piece)
             calls = parent[_CALLS]
             if parent[_PIECE] >= 0 and origins[piece].parent != parent[_PIECE]:
-                calls = (*calls, parent[_PIECE])
+                link = (calls, parent[_PIECE])
+                calls = known.get(link, -2)
+                if calls == -2:
+                    calls = known[link] = len(chains)
+                    chains.append(link)
             frame = [piece, int(own) if own else None, parent[_MESSAGE], {}, None, calls]
             frame[_MESSAGE] = _message(frame)
             frames.append(frame)
@@ -321,24 +371,34 @@ def _read(marked: str, origins: list[Origin], prompt: str, continued: bool) -> l
             frame[_MESSAGE] = _message(frame)
     if written < cut or (written > cut and not continued) or (len(frames) > 1 and not continued):
         raise _Unexplained("the instrumented render differs from transformers'")
-    if len(rows) > limits.MAX_EXPLAINED_PIECES:
-        raise _OverLimit(f"the prompt has more than {limits.MAX_EXPLAINED_PIECES:,} pieces, the limit")
-    return rows
+    return rows, chains
 
 
-def _used(rows: list[Row], origins: list[Origin]) -> tuple[list[Row], list[Origin]]:
-    """The rows with only the origins they use (renumbered): a render worker sends the explanation
-    back, and a large template has far more places than one prompt uses."""
+def _used(rows: list[Row], chains: list[Chain], origins: list[Origin]) -> tuple[list[Row], list[Chain], list[Origin]]:
+    """The rows with only the chains and origins they use (renumbered): a render worker sends the
+    explanation back, and a large template has far more places than one prompt uses."""
+    kept_chains = [False] * len(chains)
+    for row in rows:  # each chain a row uses, and the chains it extends (once each)
+        chain = row[4]
+        while chain >= 0 and not kept_chains[chain]:
+            kept_chains[chain] = True
+            chain = chains[chain][0]
+    chain_ids = {-1: -1}
+    for old, keep in enumerate(kept_chains):  # in order: a chain comes after the one it extends
+        if keep:
+            chain_ids[old] = len(chain_ids) - 1
     used: dict[int, int] = {}
     for row in rows:
         used.setdefault(row[2], len(used))
-        for call in row[4]:
-            used.setdefault(call, len(used))
-    renumbered = [(s, e, used[o], m, tuple(used[c] for c in calls), k) for s, e, o, m, calls, k in rows]
+    for old in chain_ids:
+        if old >= 0:
+            used.setdefault(chains[old][1], len(used))
+    renumbered = [(s, e, used[o], m, chain_ids[c], k) for s, e, o, m, c, k in rows]
+    new_chains = [(chain_ids[chains[old][0]], used[chains[old][1]]) for old in chain_ids if old >= 0]
     kept = [None] * len(used)
     for old, new in used.items():
         kept[new] = origins[old]._replace(parent=None)  # (its numbering is gone; only `_read` used it)
-    return renumbered, kept  # type: ignore[return-value]
+    return renumbered, new_chains, kept  # type: ignore[return-value]
 
 
 def _lines(start: int, text: str, frame: list) -> list[Row]:

@@ -19,6 +19,10 @@ from ..sandbox import bounded_or_why
 from .load import TokenizerFiles, cached_tokenizer
 
 
+# The page's element around one token, beside its id, spelling and text (`token_panel.tokens_html`).
+TOKEN_BYTES = 60
+
+
 @dataclass
 class TokenView:
     """The tokens of one prompt, in parallel lists (compact: a prompt can have 50k tokens).
@@ -37,18 +41,37 @@ class TokenView:
     added_after: list[int] = field(default_factory=list)
     bos_token_id: int | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    # Cut for the page (`for_page`): the lists hold the tokens up to `shown_end` (a prompt offset), and
+    # the counts (all tokens, special, assistant mask) are the whole prompt's.
+    shown_end: int | None = None
+    totals: tuple[int, int, int] | None = None
 
     @property
     def count(self) -> int:
-        return len(self.ids)
+        return self.totals[0] if self.totals else len(self.ids)
 
     @property
     def special_count(self) -> int:
-        return sum(self.special)
+        return self.totals[1] if self.totals else sum(self.special)
 
     @property
     def assistant_count(self) -> int:
-        return sum(self.assistant_mask)
+        return self.totals[2] if self.totals else sum(self.assistant_mask)
+
+    def for_page(self, prompt: str, budget: int) -> TokenView:
+        """The view with only the tokens whose HTML fits in about `budget` bytes (the page's
+        `token_panel.tokens_html`: an element per token, with its id and spelling), the counts kept
+        whole: what a render worker sends the server (a 200,000-character prompt can be 200,000
+        tokens, and 14 MB of HTML)."""
+        size = 0
+        for i, (start, end) in enumerate(self.offsets):
+            # Each token: its element, its id twice, its spelling, its text escaped (a newline drawn).
+            size += TOKEN_BYTES + 2 * len(str(self.ids[i])) + 2 * len(self.pieces[i]) + 6 * max(0, end - start)
+            if size > budget:
+                return replace(self, ids=self.ids[:i], offsets=self.offsets[:i], pieces=self.pieces[:i],
+                               special=self.special[:i], assistant_mask=self.assistant_mask[:i], shown_end=start,
+                               totals=(self.count, self.special_count, self.assistant_count))
+        return self
 
     @property
     def generation_count(self) -> int:
@@ -137,7 +160,7 @@ _MISSING = "tokenizer-not-cached"
 
 
 def _view_in_worker(key: str, files: TokenizerFiles | None, prompt: str, generation_spans: list,
-                    generation_start: int | None, max_chars: int | None = None):
+                    generation_start: int | None, max_chars: int | None = None, page_bytes: int | None = None):
     from .load import _cache, _cache_lock
 
     if files is None:
@@ -145,7 +168,8 @@ def _view_in_worker(key: str, files: TokenizerFiles | None, prompt: str, generat
             if key not in _cache:
                 return _MISSING
     tokenizer = cached_tokenizer(files) if files is not None else _cache_get(key)
-    return token_view(tokenizer, prompt, generation_spans, generation_start, max_chars)
+    view = token_view(tokenizer, prompt, generation_spans, generation_start, max_chars)
+    return view if page_bytes is None else view.for_page(prompt, page_bytes)
 
 
 def _cache_get(key: str) -> Any:
@@ -157,18 +181,21 @@ def _cache_get(key: str) -> Any:
 
 def prompt_tokens(files: TokenizerFiles, prompt: str, generation_spans: list[tuple[int, int]] | None = None,
                   generation_start: int | None = None, *, timeout: float | None = None, owner: Any = None,
-                  max_chars: int | None = None) -> TokenView:
+                  max_chars: int | None = None, page_bytes: int | None = None) -> TokenView:
     """`token_view` with the tokenizer built from `files`. With `timeout`, in the bounded worker:
     the first call on a worker builds the tokenizer there (and keeps it, keyed by its files' hash),
-    later calls send only the key, so a keystroke does not ship a 10 MB tokenizer.json. Never raises."""
+    later calls send only the key, so a keystroke does not ship a 10 MB tokenizer.json. `page_bytes`:
+    only the tokens the page shows in that many bytes come back (`TokenView.for_page`, cut in the
+    worker), the counts whole. Never raises."""
     spans = [tuple(s) for s in generation_spans or []]
     if timeout is None:
         try:
-            return token_view(cached_tokenizer(files), prompt, spans, generation_start, max_chars)  # type: ignore[arg-type]
+            view = token_view(cached_tokenizer(files), prompt, spans, generation_start, max_chars)  # type: ignore[arg-type]
+            return view if page_bytes is None else view.for_page(prompt, page_bytes)
         except Exception as e:  # noqa: BLE001 - a tokenizer that fails is a message
             return TokenView(diagnostics=[Diagnostic("error", f"Tokenizing failed: {e}", "tokenizer")])
     kwargs = dict(key=files.key, files=None, prompt=prompt, generation_spans=spans, generation_start=generation_start,
-                  max_chars=max_chars)
+                  max_chars=max_chars, page_bytes=page_bytes)
     for attempt in range(2):
         result, problem = bounded_or_why(_view_in_worker, kwargs, timeout, owner, doing="Tokenizing",
                                          hint="The tokenizer's pre-tokenizer regex may backtrack on this text.")

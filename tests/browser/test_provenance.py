@@ -121,3 +121,21 @@ def test_presentation_colours_the_prompt_and_the_conversation_alike_with_the_sam
     # Leaving it gives this browser's own choice back (never switched on here: off).
     page.click("#present-toggle")
     page.wait_for_function("!document.getElementById('prompt-panel').classList.contains('by-message')")
+
+
+def test_a_macro_piece_names_its_call_sites_from_the_chains_sent_once(page: Page) -> None:
+    """The call sites of a piece written inside a macro are its call chain's lines (the chains are sent
+    once, `data-chains`; each piece refers to its own by index): hover → the call sites are marked
+    in the editor and said in the readout, outermost first."""
+    pick(page, "preset-picker", "Blank (ChatML starter)")
+    page.locator("#chat-editor .cm-content").click()
+    page.keyboard.press("Control+A")
+    page.keyboard.insert_text("{%- macro inner() -%}DEEP{%- endmacro -%}\n{%- macro outer() -%}{{ inner() }}{%- endmacro -%}\n"
+                              "{{ outer() }}")
+    page.wait_for_function("""() => { const t = document.querySelector('#prompt-view .prompt-text');
+                                      return t && t.dataset.chains && t.textContent === 'DEEP'; }""")
+    page.locator("#prompt-view [data-p]", has_text="DEEP").first.hover()
+    page.wait_for_function("document.querySelectorAll('#chat-editor .cm-line.pv-call').length === 2")
+    assert [line.startswith("{%- macro outer") or line.startswith("{{ outer") for line in
+            marked_lines(page, "chat-editor", "pv-call")] == [True, True]
+    assert page.locator("#pv-readout").text_content().endswith("via line 3, 2")

@@ -64,12 +64,16 @@ class SharedAnswers:
 
     async def serve(self, key: tuple, app: Any, scope: dict, receive: Any, send: Any) -> bool:
         """Send the shared answer `key` for this request; False if there is none (Gradio could not
-        build it, or the request's root cannot be read: then Gradio answers it itself)."""
-        answer = await self._built(key, app, scope)
+        build it: then Gradio answers the request itself)."""
         try:
             root = _root(key, scope)
-        except Exception:  # noqa: BLE001 - a Host header Gradio cannot read either: it answers
-            return False
+        except Exception:  # noqa: BLE001 - a Host header no URL holds: Gradio would fail on it too (500)
+            body = b'{"error": "The request\'s Host or X-Forwarded-Host header is not an address."}'
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return True
+        answer = await self._built(key, app, scope)
         if answer is None:
             return False
         body = answer.body.replace(_escaped(answer.root, answer.html), _escaped(root, answer.html))

@@ -224,11 +224,12 @@ def last_request(page: str) -> float:
 
 
 def delete_abandoned_uploads(folder: str | None = None) -> int:
-    """Delete uploads cut off midway (the client went away, or `_bounded` ended the body): Gradio
-    writes an upload to a file at the top of its upload folder and moves it into a folder of its own
-    only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
-    deletion timer. Top-level files older than `limits.TEMP_FILE_SECONDS` are those. Returns how
-    many were deleted."""
+    """Delete what Gradio leaves in its upload folder and never deletes itself: uploads cut off
+    midway (Gradio writes an upload to a file at the top of the folder and moves it into a folder of
+    its own only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
+    deletion timer), and the folders whose files were deleted (each upload's: Gradio deletes the
+    file, never its folder, and a folder is a block of disk of its own). Those untouched for
+    `limits.TEMP_FILE_SECONDS` go. Returns how many entries were deleted."""
     from gradio.utils import get_upload_folder
 
     deleted, oldest = 0, time.time() - limits.TEMP_FILE_SECONDS
@@ -238,10 +239,16 @@ def delete_abandoned_uploads(folder: str | None = None) -> int:
         return 0
     for entry in entries:
         try:
-            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest:
+            if entry.stat(follow_symlinks=False).st_mtime >= oldest:
+                continue
+            if entry.is_file(follow_symlinks=False):
                 Path(entry.path).unlink(missing_ok=True)
-                deleted += 1
-        except OSError:
+            elif entry.is_dir(follow_symlinks=False):
+                os.rmdir(entry.path)  # only when empty (an upload's folder whose file is gone)
+            else:
+                continue
+            deleted += 1
+        except OSError:  # not empty, or gone meanwhile
             continue
     return deleted
 

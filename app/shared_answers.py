@@ -8,13 +8,16 @@ from the request's Host and X-Forwarded-Host/-Proto headers), the signed-in user
 (the playground has none: with one, nothing here is shared), and the `page`, `all_endpoints` and
 `deep_link` query parameters. So each is built once per page and variant by asking Gradio itself
 with a placeholder root, and served with the request's own root written where Gradio writes it,
-escaped as Gradio escapes it there. `deep_link` is ignored (the playground has no deep links: its
+escaped as Gradio escapes it there (kept as sent for the last few roots, and gzipped for clients
+that take it: Gradio's own compression leaves these paths out). `deep_link` is ignored (the playground has no deep links: its
 route is refused, app.gradio_routes). tests/test_gradio_routes.py checks each answer against
 Gradio's own for several roots."""
 
 from __future__ import annotations
 
 import asyncio
+import gzip
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,6 +27,10 @@ from gradio import route_utils
 from starlette.requests import Request
 
 PLACEHOLDER_HOST = "playground-shared-answer.invalid"
+BODIES_KEPT = 32  # answers as sent (per root, and gzipped or not), the most recently built
+# Roots whose answers are gzipped (compressing the page costs ~30 ms, once per root: a Space has one
+# root, and a client inventing Host headers must not buy a compression per request).
+GZIP_ROOTS = 4
 API_INFO = ("/gradio_api/info", "/gradio_api/info/")
 CONFIG = ("/config", "/config/")
 
@@ -42,6 +49,8 @@ class SharedAnswers:
 
     def __init__(self) -> None:
         self._answers: dict[tuple, Answer] = {}
+        self._bodies: OrderedDict[tuple, bytes] = OrderedDict()  # (key, root, gzipped) -> what is sent
+        self._zipped_roots: set[str] = set()
         self._building: dict[tuple, asyncio.Lock] = {}
 
     @staticmethod
@@ -60,7 +69,7 @@ class SharedAnswers:
         page = page if page is not None and page in app.get_blocks().config["page"] else None
         if path in CONFIG:
             return ("config", page)
-        return ("info", page, bool(query.get("all_endpoints", [""])[0]))
+        return ("info", page, bool(query.get("all_endpoints", [""])[-1]))
 
     async def serve(self, key: tuple, app: Any, scope: dict, receive: Any, send: Any) -> bool:
         """Send the shared answer `key` for this request; False if there is none (Gradio could not
@@ -76,8 +85,18 @@ class SharedAnswers:
         answer = await self._built(key, app, scope)
         if answer is None:
             return False
-        body = answer.body.replace(_escaped(answer.root, answer.html), _escaped(root, answer.html))
-        headers = [*answer.headers, (b"content-length", str(len(body)).encode())]
+        zipped = _accepts_gzip(scope) and (root in self._zipped_roots or len(self._zipped_roots) < GZIP_ROOTS)
+        if zipped:
+            self._zipped_roots.add(root)
+        body = self._bodies.get((key, root, zipped))
+        if body is None:  # (kept for the last few roots: on a Space, every visitor has the same)
+            body = answer.body.replace(_escaped(answer.root, answer.html), _escaped(root, answer.html))
+            body = gzip.compress(body, 6, mtime=0) if zipped else body
+            self._bodies[(key, root, zipped)] = body
+            while len(self._bodies) > BODIES_KEPT:
+                self._bodies.popitem(last=False)
+        headers = [*answer.headers, (b"content-length", str(len(body)).encode()), (b"vary", b"Accept-Encoding"),
+                   *([(b"content-encoding", b"gzip")] if zipped else [])]
         await send({"type": "http.response.start", "status": answer.status, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if scope.get("method") == "HEAD" else body})
         return True
@@ -140,6 +159,15 @@ def _root(key: tuple, scope: dict) -> str:
     route_path = "/config" if key[0] == "config" else "/"
     root_path = app.root_path or scope.get("root_path") or blocks.custom_mount_path
     return route_utils.get_root_url(request=request, route_path=route_path, root_path=root_path)
+
+
+def _accepts_gzip(scope: dict) -> bool:
+    """Whether the client takes gzip (a browser: the 2 MB page is then 0.3 MB on the wire)."""
+    for name, value in scope.get("headers") or []:
+        if name.lower() == b"accept-encoding":
+            codings = {part.split(b";")[0].strip().lower(): part for part in value.split(b",")}
+            return b"gzip" in codings and not codings[b"gzip"].replace(b" ", b"").endswith(b"q=0")
+    return False
 
 
 def _escaped(root: str, html: bool) -> bytes:

@@ -7,6 +7,7 @@ writes nothing, and uvicorn does not rewrite the client's address from a header 
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import os
 import time
@@ -126,9 +127,10 @@ def test_answers_served_from_memory_are_gradio_s_own_for_every_root(served, head
             assert shared == expected, (path, query)
         else:
             assert json.loads(shared) == json.loads(expected), (path, query)
-    assert root in json.loads(get(f"{url}/config", asked)[1])["root"]
     status, head = get(f"{url}/", asked, method="HEAD")
     assert status == 200 and head == b""
+    status, zipped = get(f"{url}/", {**asked, "Accept-Encoding": "gzip, deflate, br"})  # as a browser asks
+    assert status == 200 and gzip.decompress(zipped) == get(f"{url}/", asked)[1]
 
 
 def _root_of(info: bytes) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -276,3 +277,16 @@ def test_each_uploaded_file_counts_as_at_least_its_minimum(gradio_uploads) -> No
     assert statuses == [200] * fitted + [429] * 2  # 20 requests of 10 tiny files, not 10,000
     files = [f for f in folder.rglob("*") if f.is_file()]
     assert len(files) == fitted * limits.MAX_UPLOAD_FILES  # the refused ones left none
+
+
+def test_the_sweep_deletes_cut_off_uploads_and_the_folders_gradio_leaves_empty(tmp_path: Path) -> None:
+    old = time.time() - limits.TEMP_FILE_SECONDS - 60
+    (tmp_path / "cut-off").write_bytes(b"half an upload")
+    (tmp_path / "emptied").mkdir()  # an upload's folder whose file was read and deleted
+    (tmp_path / "in-use").mkdir()
+    (tmp_path / "in-use" / "tokenizer.json").write_bytes(b"{}")
+    (tmp_path / "just-made").mkdir()
+    for name in ("cut-off", "emptied", "in-use"):
+        os.utime(tmp_path / name, (old, old))
+    assert request_limits.delete_abandoned_uploads(str(tmp_path)) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in-use", "just-made"]

@@ -52,13 +52,16 @@ ROUTES: list[Route] = [
     *_route("GET", f"{API}/heartbeat/{{session_hash}}", ALLOW, "keeps an open page's session (a stream: counted as one)"),
     *_route("POST", f"{API}/upload", ALLOW, "files the page uploads: counted per file and per byte against the disk budgets"),
     *_route("GET", f"{API}/upload_progress", ALLOW, "an upload's progress bar (a stream: counted as one)"),
-    *_route("POST", f"{API}/cancel {API}/reset {API}/reset/", ALLOW, "Stop, and an API client's cancel: flags only"),
     *_route("GET HEAD", f"{API}/file={{path_or_url:path}}", ALLOW,
             "a file shown on the page (an upload's link); Gradio serves only its own folders, nothing is written"),
     *_route("GET", f"{API}/startup-events", ALLOW, "Gradio starts its queue with it at launch (once; then a no-op)"),
     *_route("GET", "/logout /login/huggingface /login/callback", ALLOW,
             "“Sign in with Hugging Face” on a Space (OAuth; the sign-in a visitor is counted by)"),
     # ----- what nothing of the playground uses ---------------------------------------------------
+    *_route("POST", f"{API}/cancel {API}/reset {API}/reset/", REFUSE,
+            "Gradio's cancel: the page never sends it (its Stop is an event of its own), and an event it cancels "
+            "just as it starts keeps one of the queue's places for good: 40 such and no event ran for anyone. An "
+            "API client's events end when it goes away"),
     *_route("GET", f"{API}/deep_link", REFUSE, "writes the session's every value to disk on each call (issue 36); no deep links here"),
     *_route("POST", f"{API}/call/{{api_name}} {API}/call/{{api_name}}/ {API}/call/v2/{{api_name}} {API}/call/v2/{{api_name}}/",
             REFUSE, "the REST API: each call starts a new session, past the new-sessions limit; API clients use the queue"),

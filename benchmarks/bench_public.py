@@ -6,9 +6,12 @@ for a while (tests/attacks.py) while visitors edit and a newcomer arrives, and a
 the server with its workers and the disk under its temporary folders are measured once the
 attacker's sessions are idle past the limit (shortened for the run). Targets (issue 25): during each
 attack a newcomer's page ≤ 2 s and the visitors' edits p95 ≤ 2 s; after it, memory within 300 MB of
-where it started and the disk where it was.
+where it started and the disk where it was. The attacks on the request layer (issues 36, 37, 29:
+deep links, a format's examples, tiny files, GET floods, escaped session keys, forged addresses)
+add what the attacker was answered to their row; before them, what the answers every visitor gets
+(the page, its layout, the API's description) cost the server per call.
 
-Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10]` (or
+Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10] [--only 'deep link,GETs']` (or
 `python -m benchmarks --public`)."""
 
 from __future__ import annotations

@@ -66,11 +66,8 @@ def main() -> None:
     LOG.info("Public mode is %s.", "on" if rules.public else "off (this machine's files and credentials are usable)")
     if os.environ.get("PLAYGROUND_STRICT_ROUTING", "").strip() == "1":
         server_guard.guard(strict=True)  # a visitor's template compiled in this process is refused (and logged)
-    from starlette.middleware import Middleware
-
-    from app.page import LAUNCH_OPTIONS, build
-    from app.request_limits import RequestLimits
-    from app.visitors import forget_gradio_pages
+    from app.page import build
+    from app.serving import launch
 
     # Start the render workers while the server starts, so the first page load does not wait.
     threading.Thread(target=shared_pool().warm, daemon=True).start()
@@ -81,11 +78,7 @@ def main() -> None:
     threading.Thread(target=prepare_listed_models, daemon=True, name="playground-models").start()
     threading.Thread(target=sweep_idle_sessions, daemon=True, name="playground-sweep").start()
     page = build().queue(default_concurrency_limit=8)
-    # Uploads (and Gradio's copies of files) are deleted this long after they were written.
-    page.delete_cache = (max(1, int(limits.TEMP_FILE_SECONDS // 10)), max(1, int(limits.TEMP_FILE_SECONDS)))
-    page.launch(server_name=args.host, server_port=args.port, prevent_thread_lock=True,
-                app_kwargs={"middleware": [Middleware(RequestLimits)]}, **LAUNCH_OPTIONS)
-    forget_gradio_pages(page.state_holder)
+    launch(page, args.host, args.port)  # behind the request limits (app.request_limits)
     page.block_thread()
 
 

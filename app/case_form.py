@@ -145,7 +145,7 @@ def save_form(workspace: Workspace, form_case: str, form: CaseForm) -> list[Diag
     case); returns the form's problems."""
     base = workspace.find_case(form_case) or workspace.case
     case, problems = read_form(workspace, base, form)
-    if case is not None:
+    if case is not None and case != base:
         index = workspace.cases.index(base)
         workspace.cases[index] = case
         if too_much := check_workspace(workspace, "case"):  # each field within its limit, all of them not

@@ -121,9 +121,13 @@ def rename_case(session: Session, case_name: str, form_case: str, **form: Any) -
         return show_case(workspace, "⚠ A case needs a name.")
     if new_name != case.name and workspace.find_case(new_name) is not None:
         return show_case(workspace, f"⚠ There is already a case named “{new_name}”.")
-    old = case.name
-    workspace.cases[workspace.cases.index(case)] = replace(case, name=new_name)
-    workspace.recordings = [replace(r, case=new_name) if r.case == old else r for r in workspace.recordings]
+    old, recordings = case.name, workspace.recordings
+    index = workspace.cases.index(case)
+    workspace.cases[index] = replace(case, name=new_name)
+    workspace.recordings = [replace(r, case=new_name) if r.case == old else r for r in recordings]
+    if too_much := check_workspace(workspace, "case"):  # a name is text the workspace holds, in its recordings too
+        workspace.cases[index], workspace.recordings = case, recordings
+        return show_case(workspace, f"⚠ {too_much[0].message}")
     workspace.case_name = new_name
     return {**show_case(workspace), **forget_other_run(session)}
 

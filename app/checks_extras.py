@@ -8,6 +8,7 @@ from typing import Any
 
 import gradio as gr
 
+from engine.budget import check_workspace
 from engine.checks import CheckReport, mark_intended
 from engine.engines import ENGINES, LABELS
 
@@ -75,7 +76,12 @@ def mark_selected_intended(session: Session, intend_why: str) -> dict[str, Any]:
     if result.status not in ("warn", "fail"):
         return {"intended_list": intended_html(session) + '<div class="intended-note">Only a warning or a failure can be marked as intended.</div>'}
     why = (intend_why or "").strip() or DEFAULT_WHY
-    session.workspace.round_trip_differences[result.key] = why
+    differences = session.workspace.round_trip_differences
+    before = dict(differences)
+    differences[result.key] = why
+    if too_much := check_workspace(session.workspace, "case"):  # a reason is text the workspace keeps
+        session.workspace.round_trip_differences = before
+        return {"intended_list": intended_html(session) + f'<div class="intended-note">⚠ {esc(too_much[0].message)}</div>'}
     mark_intended(CheckReport(checks=[result]), {result.key: why})
     return {"intended_list": intended_html(session), "checks_list": checks_html(session.checks, index), "intend_why": "",
             "saved_code": encode_workspace(session.workspace)}  # fmt: skip

@@ -18,7 +18,7 @@ from engine.hub.files import FileChange
 from .highlight import diagnostics_html, esc, inline_html
 from .publish_panel import diff_html
 from .state import Session
-from .workbench import sync
+from .workbench import keep_template, sync
 
 # Drafting renders the chat template about 50 times, then parses and checks every probe: in the
 # killable worker; a minute is far more than it needs.
@@ -110,8 +110,9 @@ def undo_draft(session: Session) -> dict[str, Any]:
 
 
 def _in_editor(session: Session, text: str, undo: bool, note: str) -> dict[str, Any]:
-    """Put `text` in the response template editor, the draft box closed, Undo shown or not."""
-    session.workspace.response_template = text
+    """Put `text` in the response template editor, the draft box closed, Undo shown or not. The
+    workspace keeps it as it keeps a typed text (within its limit and the workspace's budget)."""
+    keep_template(session, "response_template", text)
     return {
         "response_template": text,
         "draft_box": gr.update(visible=False),

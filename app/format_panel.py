@@ -112,7 +112,9 @@ def add_examples(session: Session, chat_template: str, response_template: str, f
     if fmt is None:
         return {"format_status": problem}
     sync(session, chat_template, response_template, form_case, form)
-    case = session.workspace.add_format_examples(fmt)
+    case, problems = session.workspace.add_format_examples(fmt)
+    if case is None:  # the workspace cannot hold them (engine.budget): nothing was added
+        return {"format_status": f'<div class="status-note">⚠ {esc(problems[0].message)} {esc(problems[0].hint or "")}</div>'}
     settings = settings_updates(session.workspace)
     note = (f'<div class="status-note">Added the case <b>{esc(case.name)}</b> and {len(fmt.examples)} recordings '
             "(in the toolbar's Recording list): ▶ Run replays one and compares the parsed message with the example's.</div>")

@@ -1,67 +1,167 @@
-"""Limits on what a request may carry, applied before Gradio reads it.
+"""Limits on every request, applied before Gradio reads it.
 
 Gradio reads a request's whole body into memory before any handler can refuse it (and keeps the
-last value of every input per session), sets up every new session (about 0.1 s of CPU), and writes
-every upload to disk. So the body of a request is bounded here (`limits.MAX_REQUEST_BYTES`: a 40 MB
-"chat template" never reaches a handler); a client may start `limits.CLIENT_NEW_SESSIONS` sessions
-a minute (45 sessions a second of one client used to take the server's whole CPU); an upload is
-bounded by Gradio's own per-file cap and by what one client (and everyone) may upload per
-`limits.TEMP_FILE_SECONDS` (engine.clients.Quota): uploads stay on disk until they are deleted, at
-the latest that long after they arrive. Client addresses are read as engine.clients decides."""
+last value of every input per session), sets up every new session (about 0.1 s of CPU), writes
+every upload to disk, and answers many routes the playground never uses. So, in this order:
+
+- a request for a route the playground does not use (`app.gradio_routes`: deep links, the REST API,
+  Gradio's editor and dashboards…) is answered 404, unread;
+- each client has `limits.CLIENT_REQUESTS` requests being answered at once (any request: the rest
+  wait their turn, up to `limits.CLIENT_WAITING`, then 429) and `limits.CLIENT_STREAMS` streams open
+  (an event's answers, a heartbeat: they wait rather than work);
+- the page, its layout and the API's description are served from memory (`app.shared_answers`);
+- the body of a request is bounded (`limits.MAX_REQUEST_BYTES`: a 40 MB "chat template" never reaches
+  a handler); a client may start `limits.CLIENT_NEW_SESSIONS` sessions a minute (45 sessions a
+  second of one client used to take the server's whole CPU), the session read from the body as JSON,
+  as Gradio reads it (an escaped key is the same key);
+- an upload is counted per file and per byte against what one client (and everyone) may upload per
+  `limits.TEMP_FILE_SECONDS` (`app.upload_limits`): uploads stay on disk until they are deleted, at
+  the latest that long after they arrive.
+
+Clients are read by `app.clients`, as the handlers read them."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import re
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+from starlette._utils import get_route_path
+
 from engine import limits
-from engine.clients import Quota, client_key
+from engine.clients import Busy, Quota
+
+from .clients import client_of_scope
+from .gradio_routes import allowed, is_stream
+from .shared_answers import SharedAnswers
+from .upload_limits import Refused, UploadCharge, answered_by, counted
 
 UPLOADS = Quota(limits.CLIENT_UPLOAD_BYTES, limits.UPLOAD_BYTES, limits.TEMP_FILE_SECONDS)
 # New sessions per client per minute (Gradio sets each up, at ~0.1 s of CPU, before a handler runs).
 NEW_SESSIONS = Quota(limits.CLIENT_NEW_SESSIONS, 1e12, 60)
-_SESSION_HASH = re.compile(rb'"session_hash"\s*:\s*"([^"]{1,100})"')
-_sessions: OrderedDict[bytes, float] = OrderedDict()  # session hashes seen -> when (the newest 100,000)
+_sessions: OrderedDict[str, float] = OrderedDict()  # session hashes seen -> when (the newest 100,000)
 _sessions_lock = threading.Lock()
 # An upload request may hold a few files (a tokenizer.json with its config, template files).
 MAX_UPLOAD_REQUEST_BYTES = 3 * limits.MAX_TOKENIZER_BYTES
 
 
+class Door:
+    """At most `limit` requests of one client being answered at once; up to `waiting` more wait their
+    turn (a page's scripts arrive by the dozen), first come first served; past that, Busy. All on the
+    server's event loop, so no lock is needed."""
+
+    def __init__(self, limit: int, waiting: int = 0):
+        self.limit, self.waiting = limit, waiting
+        self._inside: dict[str, int] = {}
+        self._queues: dict[str, deque[asyncio.Future]] = {}
+
+    @asynccontextmanager
+    async def entered(self, client: str) -> AsyncIterator[None]:
+        """Hold one of `client`'s places while the request is answered (waiting for one if need be)."""
+        queue = self._queues.get(client)
+        if self._inside.get(client, 0) < self.limit and not queue:
+            self._inside[client] = self._inside.get(client, 0) + 1
+        elif len(queue or ()) >= self.waiting:
+            raise Busy(f"{self._inside.get(client, 0)} being answered, {len(queue or ())} waiting")
+        else:
+            turn = asyncio.get_running_loop().create_future()
+            self._queues.setdefault(client, deque()).append(turn)
+            try:
+                await turn  # a request that ended hands its place over
+            except BaseException:
+                if turn.done() and not turn.cancelled():
+                    self._leave(client)  # handed a place as it went away: hand it on
+                elif turn in self._queues.get(client, ()):
+                    self._queues[client].remove(turn)
+                    if not self._queues[client]:
+                        del self._queues[client]
+                raise
+        try:
+            yield
+        finally:
+            self._leave(client)
+
+    def _leave(self, client: str) -> None:
+        queue = self._queues.get(client)
+        while queue:
+            turn = queue.popleft()
+            if not queue:
+                del self._queues[client]
+            if not turn.done():  # the first still waiting takes this place
+                turn.set_result(None)
+                return
+        self._inside[client] -= 1
+        if not self._inside[client]:
+            del self._inside[client]
+
+    def inside(self, client: str) -> int:
+        return self._inside.get(client, 0)
+
+
+DOOR = Door(limits.CLIENT_REQUESTS, limits.CLIENT_WAITING)
+STREAMS = Door(limits.CLIENT_STREAMS)
+SHARED = SharedAnswers()
+
+
 class RequestLimits:
-    """ASGI middleware: refuse a POST whose body is over its limit (413), or an upload past the
-    client's quota (429), before the body is read."""
+    """ASGI middleware: refuse what the playground does not serve (404), a body over its limit (413),
+    a client past its requests, sessions or uploads (429), before the body is read; answer what is
+    the same for everyone from memory."""
 
     def __init__(self, app: Any):
         self.app = app
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or scope.get("method") != "POST":
+        if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
-        headers = {k.lower(): v for k, v in scope.get("headers") or []}
-        upload = scope.get("path", "").rstrip("/").endswith("/upload")
-        limit = MAX_UPLOAD_REQUEST_BYTES if upload else limits.MAX_REQUEST_BYTES
+        path = get_route_path(scope)
+        if not allowed(scope.get("method", ""), path):
+            await _refuse(send, 404, "Not Found")
+            return
+        client = client_of_scope(scope)
+        door, inside = (STREAMS if is_stream(path) else DOOR), False
         try:
-            length = int(headers.get(b"content-length", b"0") or 0)
-        except ValueError:
-            length = 0
+            async with door.entered(client):
+                inside = True
+                await self._answer(scope, receive, send, path, client)
+        except Busy as e:
+            if inside:
+                raise
+            what = "streams open" if door is STREAMS else "requests at once"
+            await _refuse(send, 429, f"Too many {what} from you ({e}); wait for them, or close other tabs.")
+
+    async def _answer(self, scope: dict, receive: Any, send: Any, path: str, client: str) -> None:
+        key = SHARED.key(scope, path)
+        if key is not None and await SHARED.serve(key, self.app, scope, receive, send):
+            return
+        if scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        headers = scope.get("headers") or []
+        upload = path.rstrip("/").endswith("/upload")
+        limit = MAX_UPLOAD_REQUEST_BYTES if upload else limits.MAX_REQUEST_BYTES
+        length = _length(headers)
         if length > limit:
             await _refuse(send, 413, f"The request is {length / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit.")
             return
-        peer = (scope.get("client") or ("", 0))[0]
-        client = client_key(None, peer, headers.get(b"x-forwarded-for", b"").decode("latin-1") or None)
         if upload:
-            why = UPLOADS.take(client, length)
-            if why is not None:
-                await _refuse(send, 429, f"Upload refused: {why}. Try again later.")
+            content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"").decode("latin-1")
+            charge = UploadCharge(content_type, client, UPLOADS, length, limit)
+            try:
+                charge.start()
+            except Refused as refused:
+                await _refuse(send, refused.status, str(refused))
                 return
-            await self.app(scope, _bounded(receive, limit), send)
+            refusals: list[Refused] = []
+            await self.app(scope, counted(receive, charge, refusals), answered_by(send, refusals, _refuse))
             return
         # An event: read its body (bounded) to see whether it starts a session this client may not start.
         body = await _body(receive, limit)
@@ -74,12 +174,32 @@ class RequestLimits:
         await self.app(scope, _replay(body, receive), send)
 
 
+def _length(headers: list[tuple[bytes, bytes]]) -> int:
+    """The request's Content-Length (0 when absent or not a number; the body is bounded as it comes)."""
+    values = [v for k, v in headers if k.lower() == b"content-length"]
+    try:
+        return max(int(v) for v in values) if values else 0
+    except ValueError:
+        return 0
+
+
+def session_named(body: bytes) -> str | None:
+    """The session an event's body names, read as Gradio reads it: the body as JSON (escapes decoded,
+    the last of repeated keys), its top-level `session_hash`. None when there is none (or the body is
+    not JSON, which Gradio refuses too)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    page = data.get("session_hash") if isinstance(data, dict) else None
+    return page if isinstance(page, str) else None
+
+
 def _new_session(client: str, body: bytes) -> str | None:
     """Why the session this body names may not start (None when it is known, or may start)."""
-    found = _SESSION_HASH.search(body, max(0, body.rfind(b'"session_hash"')))
-    if found is None:
+    page = session_named(body)
+    if page is None:
         return None
-    page = found.group(1)
     with _sessions_lock:
         if page in _sessions:
             _sessions[page] = time.monotonic()
@@ -100,15 +220,16 @@ def last_request(page: str) -> float:
     otherwise count every session as just used): a request waiting in Gradio's queue keeps its
     session in use (app.visitors)."""
     with _sessions_lock:
-        return _sessions.get(page.encode(), float("-inf"))
+        return _sessions.get(page, float("-inf"))
 
 
 def delete_abandoned_uploads(folder: str | None = None) -> int:
-    """Delete uploads cut off midway (the client went away, or `_bounded` ended the body): Gradio
-    writes an upload to a file at the top of its upload folder and moves it into a folder of its own
-    only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
-    deletion timer. Top-level files older than `limits.TEMP_FILE_SECONDS` are those. Returns how
-    many were deleted."""
+    """Delete what Gradio leaves in its upload folder and never deletes itself: uploads cut off
+    midway (Gradio writes an upload to a file at the top of the folder and moves it into a folder of
+    its own only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
+    deletion timer), and the folders whose files were deleted (each upload's: Gradio deletes the
+    file, never its folder, and a folder is a block of disk of its own). Those untouched for
+    `limits.TEMP_FILE_SECONDS` go. Returns how many entries were deleted."""
     from gradio.utils import get_upload_folder
 
     deleted, oldest = 0, time.time() - limits.TEMP_FILE_SECONDS
@@ -118,10 +239,16 @@ def delete_abandoned_uploads(folder: str | None = None) -> int:
         return 0
     for entry in entries:
         try:
-            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest:
+            if entry.stat(follow_symlinks=False).st_mtime >= oldest:
+                continue
+            if entry.is_file(follow_symlinks=False):
                 Path(entry.path).unlink(missing_ok=True)
-                deleted += 1
-        except OSError:
+            elif entry.is_dir(follow_symlinks=False):
+                os.rmdir(entry.path)  # only when empty (an upload's folder whose file is gone)
+            else:
+                continue
+            deleted += 1
+        except OSError:  # not empty, or gone meanwhile
             continue
     return deleted
 
@@ -154,22 +281,6 @@ def _replay(body: bytes, receive: Any) -> Any:
         return await receive()
 
     return replayed
-
-
-def _bounded(receive: Any, limit: int) -> Any:
-    """`receive`, ending the request when the body grows past `limit` (a body sent without a length)."""
-    seen = 0
-
-    async def bounded() -> dict:
-        nonlocal seen
-        message = await receive()
-        if message.get("type") == "http.request":
-            seen += len(message.get("body", b""))
-            if seen > limit:
-                return {"type": "http.disconnect"}
-        return message
-
-    return bounded
 
 
 async def _refuse(send: Any, status: int, message: str) -> None:

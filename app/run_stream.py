@@ -16,6 +16,7 @@ from typing import Any
 import gradio as gr
 
 from engine import limits
+from engine.budget import check_workspace
 from engine.diagnostics import Diagnostic
 from engine.errors import log_failure
 from engine.response_spec import load_response_spec
@@ -59,12 +60,17 @@ def read_settings(**values: Any) -> RunSettings:
     )
 
 
-def store_settings(workspace: Workspace, settings: RunSettings) -> None:
+def store_settings(workspace: Workspace, settings: RunSettings) -> list[Diagnostic]:
     """Keep the run settings in the workspace; a paste over the output cap is not kept (a run
-    refuses it, saying how long it is; the box still holds what was pasted)."""
+    refuses it, saying how long it is; the box still holds what was pasted), nor settings the
+    workspace cannot hold (engine.budget.check_workspace: then the last that fitted stay, and why
+    is returned; a run still uses what the controls hold)."""
     if len(settings.pasted) > limits.MAX_OUTPUT_CHARS:
         settings = replace(settings, pasted=workspace.run.pasted)
-    workspace.run = settings
+    before, workspace.run = workspace.run, settings
+    if too_much := check_workspace(workspace, "runner"):
+        workspace.run = before
+    return too_much
 
 
 @dataclass

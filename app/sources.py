@@ -16,6 +16,7 @@ from engine.budget import check_workspace
 from engine.diagnostics import Diagnostic, has_errors
 from engine.hub import load_templates, read_uploads
 from engine.hub.files import TOKENIZER_CONFIG
+from engine import limits
 from engine.limits import RENDER_SECONDS
 from engine.model_workspace import Keep, Loaded, ModelStart, model_workspace
 from engine.presets import load_preset, preset_names
@@ -70,8 +71,9 @@ def from_hub(current: Workspace, repo: str, revision: str, keep: Keep | None = N
     return start, loaded.diagnostics + start.notes
 
 
-# An upload is a few files: the templates (and named ones), or a tokenizer.json with its config.
-MAX_UPLOAD_FILES = 10
+# An upload is a few files: the templates (and named ones), or a tokenizer.json with its config (a
+# request with more is refused before Gradio reads them: app.upload_limits).
+MAX_UPLOAD_FILES = limits.MAX_UPLOAD_FILES
 
 
 def take_uploads(items: list[Any] | None) -> dict[str, bytes]:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engine import limits
-from engine.budget import workspace_size
+from engine.budget import check_workspace, workspace_size
 from engine.diagnostics import Diagnostic
 from engine.presets import load_preset
 from engine.regex_bounds import RegexAllowance
@@ -192,16 +192,21 @@ class Session:
 
         loaded, problems = from_model(self.model_tokenizer[1], self.model_tokenizer[0])
         if loaded is not None:
-            self.set_tokenizer(loaded)
+            problems = [*problems, *self.set_tokenizer(loaded)]
         return problems
 
-    def set_tokenizer(self, loaded: Any) -> None:
+    def set_tokenizer(self, loaded: Any) -> list[Diagnostic]:
         """Make `loaded` (engine.tokens.LoadedTokenizer) this session's tokenizer: its special tokens
-        become what the templates render with, as a Hub load's would (engine.tokens.special)."""
+        become what the templates render with, as a Hub load's would (engine.tokens.special), unless
+        the workspace cannot hold them (then why; the templates keep the tokens they had)."""
         from engine.tokens import special_tokens_for
 
         self.tokenizer = loaded
-        self.workspace.special_tokens = special_tokens_for(loaded.files.special_tokens, self.workspace.special_tokens)
+        before = self.workspace.special_tokens
+        self.workspace.special_tokens = special_tokens_for(loaded.files.special_tokens, before)
+        if too_much := check_workspace(self.workspace, "tokenizer"):
+            self.workspace.special_tokens = before
+        return too_much
 
     def run_is_stale(self) -> bool:
         """Whether the last run belongs to other templates or another case than the workspace's now."""

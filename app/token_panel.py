@@ -10,6 +10,7 @@ from typing import Any
 import gradio as gr
 
 from engine import limits
+from engine.budget import check_workspace
 from engine.diagnostics import Diagnostic
 from engine.public import policy
 from engine.tokens import (TokenView, load_tokenizer_path, load_tokenizer_repo, load_tokenizer_uploads, prompt_tokens,
@@ -60,7 +61,7 @@ SPECIAL_LABEL = ("Special tokens the templates render with (bos_token, eos_token
 
 def _loaded(session: Session, loaded: Any, problems: list[Diagnostic]) -> dict[str, Any]:
     if loaded is not None:
-        session.set_tokenizer(loaded)  # its special tokens are the templates' now
+        problems = [*problems, *session.set_tokenizer(loaded)]  # its special tokens are the templates' now
     return {"tokenizer_status": status_html(session, problems), **special_tokens_shown(session)}
 
 
@@ -68,7 +69,10 @@ def keep_tokenizer_tokens(session: Session, workspace: Any) -> None:
     """Templates loaded while this session has a tokenizer: its special tokens still win over those
     the template files declare (engine.tokens.special's rule, as when the tokenizer was loaded)."""
     if session.tokenizer is not None:
-        workspace.special_tokens = special_tokens_for(session.tokenizer.files.special_tokens, workspace.special_tokens)
+        before = workspace.special_tokens
+        workspace.special_tokens = special_tokens_for(session.tokenizer.files.special_tokens, before)
+        if check_workspace(workspace, "tokenizer"):  # the loaded workspace with them is more than it may hold
+            workspace.special_tokens = before
 
 
 def special_tokens_shown(session: Session) -> dict[str, Any]:
@@ -82,7 +86,9 @@ def edit_special_tokens(session: Session, special_tokens: str) -> dict[str, Any]
     session.touch()
     tokens, problems = read_special_tokens(special_tokens if isinstance(special_tokens, str) else "")
     if tokens is not None:
-        session.workspace.special_tokens = tokens
+        before, session.workspace.special_tokens = session.workspace.special_tokens, tokens
+        if too_much := check_workspace(session.workspace, "tokenizer"):
+            session.workspace.special_tokens, problems = before, too_much
     return {"special_tokens_diagnostics": diagnostics_html(problems) if problems else ""}
 
 

@@ -1,7 +1,7 @@
 """Who each request is for, and what their sessions may hold.
 
 Every handler runs inside `attending` (app.wiring wraps them all): the request's client
-(engine.clients: the signed-in user, else the address) is named; the client has a bounded number of
+(app.clients: the signed-in user, else the address, read as the request limits read it) is named; the client has a bounded number of
 requests running at once (each holds a server thread); the wiring runs the work under
 `server_guard.serving`, so the workers count it against the client and the guard can see it; and afterwards the session's
 memory is counted, and the client's longest-idle sessions (or anyone's, when the server's budget is
@@ -26,10 +26,11 @@ import gradio as gr
 
 from engine import limits
 from engine.budget import Held, to_release
-from engine.clients import Busy, Gate, client_key
+from engine.clients import Busy, Gate
 from engine.regex_bounds import RegexAllowance
 from engine.sandbox import shared_pool
 
+from .clients import client_of
 from .request_limits import last_request
 from .state import Session, live_sessions, release_unless_busy
 
@@ -46,15 +47,6 @@ _allowances: OrderedDict[str, RegexAllowance] = OrderedDict()
 _lock = threading.Lock()
 # Drops Gradio's own copy of a session's values (every input and output it last saw); set by app.py.
 forget_page: Callable[[str], None] = lambda page: None
-
-
-def client_of(request: Any) -> str:
-    """The client a Gradio request counts against (engine.clients decides how it is read)."""
-    if request is None:
-        return "local"
-    headers = getattr(request, "headers", None) or {}
-    peer = getattr(getattr(request, "client", None), "host", None)
-    return client_key(getattr(request, "username", None), peer, headers.get("x-forwarded-for"))
 
 
 @contextmanager

@@ -7,11 +7,11 @@ engine, and shows the last good prompt, marked stale, when the new edit does not
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from engine import limits
-from engine.budget import keep_text
+from engine.budget import check_workspace, keep_text
 from engine.diagnostics import Diagnostic, has_errors
 from engine.errors import log_failure
 from engine.response_spec import LoadedSpec, literal_delimiters, load_response_spec
@@ -166,11 +166,16 @@ EDITOR_LIMITS = {"chat_template": (limits.MAX_CHAT_TEMPLATE_CHARS, "chat templat
 
 
 def keep_template(session: Session, editor: str, text: Any) -> None:
-    """Keep an editor's text in the workspace, unless it is over its limit (then the last text within
-    it stays, and the editor's diagnostics say why until a text within the limit arrives)."""
+    """Keep an editor's text in the workspace, unless it is over its limit or the workspace cannot
+    hold it (engine.budget.check_workspace): then the last text that fitted stays, and the editor's
+    diagnostics say why until a text that fits arrives (the editor still holds what was typed)."""
     limit, what = EDITOR_LIMITS[editor]
-    kept, refused = keep_text(getattr(session.workspace, editor), text, limit, editor, what)  # type: ignore[arg-type]
+    current = getattr(session.workspace, editor)
+    kept, refused = keep_text(current, text, limit, editor, what)  # type: ignore[arg-type]
     setattr(session.workspace, editor, kept)
+    if refused is None and len(kept) > len(current) and (too_much := check_workspace(session.workspace, editor)):  # type: ignore[arg-type]
+        setattr(session.workspace, editor, current)
+        refused = replace(too_much[0], message=f"{too_much[0].message} The server keeps the last text that fitted.")
     session.refused = {k: v for k, v in session.refused.items() if k != editor} | ({editor: refused} if refused else {})
 
 

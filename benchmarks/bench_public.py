@@ -8,9 +8,12 @@ attacker's sessions are idle past the limit (shortened for the run). Targets (is
 attack a newcomer's page ≤ 2 s and the visitors' edits p95 ≤ 2 s; after it, memory within 300 MB of
 where it started and the disk where it was. Issue 29's attacks are among them (deep call chains of a
 recursive macro, explained; the share link of a huge conversation), and a browser tab opening that
-link is timed at the end (a page script answers within 1 s).
+link is timed at the end (a page script answers within 1 s). The attacks on the request layer (issues 36, 37, 29:
+deep links, a format's examples, tiny files, GET floods, escaped session keys, forged addresses)
+add what the attacker was answered to their row; before them, what the answers every visitor gets
+(the page, its layout, the API's description) cost the server per call.
 
-Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10]` (or
+Run: `python -m benchmarks.bench_public [--sessions 20] [--rounds 3] [--seconds 10] [--only 'deep link,GETs']` (or
 `python -m benchmarks --public`)."""
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 from tests.attacks import ATTACKS, Phase, big_tokenizers, compile_bombs, quiet, run_phase
@@ -38,7 +42,28 @@ def _row(phase: Phase) -> str:
             f"{phase.newcomer_page or 0:.2f} / {phase.newcomer_edit or 0:.2f} s | {checks} | "
             f"{phase.memory_before / MB:.0f} → {phase.memory_peak / MB:.0f} → {phase.memory_after / MB:.0f} MB | "
             f"{phase.disk_before / MB:.2f} → {phase.disk_after / MB:.2f} MB | {'met' if ok else 'MISSED'} |"
-            + (f" errors: {phase.errors[:2]}" if phase.errors else "") + (f" wrong: {phase.wrong[:2]}" if phase.wrong else ""))
+            + (f" errors: {phase.errors[:2]}" if phase.errors else "") + (f" wrong: {phase.wrong[:2]}" if phase.wrong else "")
+            + (f" answered: {phase.outcome}" if phase.outcome else ""))
+
+
+def answer_costs(url: str, pid: int, calls: int = 30) -> dict[str, tuple[int, float]]:
+    """What the answers every visitor gets cost the server (issue 37: each was rebuilt per call):
+    by path, its size and the server process's CPU seconds per call (the mean of `calls`, asked one
+    after another by one client)."""
+    costs = {}
+    for path in ("/", "/config", "/gradio_api/info", "/gradio_api/info?all_endpoints=True", "/theme.css"):
+        before, size = _cpu(pid), 0
+        for _ in range(calls):
+            with urllib.request.urlopen(url.rstrip("/") + path, timeout=60) as response:
+                size = len(response.read())
+        costs[path] = (size, (_cpu(pid) - before) / calls)
+    return costs
+
+
+def _cpu(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def tab_opening_largest_case(url: str) -> str:
@@ -84,6 +109,8 @@ def main(argv: list[str] | None = None) -> list[Phase]:
     parser.add_argument("--sessions", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=10, help="how long each attack runs")
+    parser.add_argument("--only", default="", help="run only the attacks whose name holds one of these comma-separated "
+                        "words (and no scenario), e.g. --only 'deep link,tiny files'")
     args = parser.parse_args(argv)
     port = free_port()
     base = Path(tempfile.mkdtemp(prefix="bench-public-"))
@@ -98,8 +125,11 @@ def main(argv: list[str] | None = None) -> list[Phase]:
     phases = []
     with serving([sys.executable, "app.py", "--port", str(port)], url, ROOT / "artifacts" / "bench-public.log",
                  env=env, cwd=ROOT, timeout=120) as process:
-        print(f"{'scenario':<34}{'p50':>7}{'p90':>7}{'p99':>7}{'max':>7}  newcomer page / first edit")
-        for sessions, attack in ((args.sessions, False), (args.sessions, True)):
+        print("| answer (GET) | size | server CPU per call |\n|---|---|---|")
+        for path, (size, cpu) in answer_costs(url, process.pid).items():
+            print(f"| {path} | {size / 1000:.0f} kB | {cpu * 1000:.1f} ms |", flush=True)
+        print(f"\n{'scenario':<34}{'p50':>7}{'p90':>7}{'p99':>7}{'max':>7}  newcomer page / first edit")
+        for sessions, attack in ((args.sessions, False), (args.sessions, True)) if not args.only else ():
             outcome = run_scenario(url, sessions=sessions, rounds=args.rounds, attack=attack)
             p = outcome.percentiles()
             label = f"{sessions} visitors" + (f" + attacker ({outcome.attacker_calls} calls)" if attack else "")
@@ -112,7 +142,9 @@ def main(argv: list[str] | None = None) -> list[Phase]:
         print("|---|---|---|---|---|---|---|---|")
         settle = IDLE_MINUTES * 60 + 8
         heavy = {compile_bombs: {"heavy": True}, big_tokenizers: {"megabytes": 35}}
-        for attack in (quiet, *ATTACKS.values()):
+        words = [word.strip().lower() for word in args.only.split(",") if word.strip()]
+        chosen = [a for name, a in ATTACKS.items() if not words or any(word in name.lower() for word in words)]
+        for attack in (quiet, *chosen):
             phase = run_phase(url, process.pid, folders, attack, seconds=args.seconds, visitors=4,
                               settle=settle if attack is not quiet else 0, **heavy.get(attack, {}))
             phases.append(phase)

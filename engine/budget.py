@@ -10,9 +10,9 @@ holds it (the page says to reload)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import limits
@@ -20,42 +20,91 @@ from .diagnostics import Diagnostic, Source
 
 # Bytes a JSON-like item costs beyond its characters (a dict, a list slot, a small string object).
 ITEM_BYTES = 60
+# Lists whose items a person counts (what a refusal names when they fill a workspace), by their key.
+COUNTED = {"messages": "messages", "tool_calls": "tool calls", "cases": "cases", "recordings": "recordings"}
 
 
-def data_size(value: Any, stop_past: int | None = None) -> int:
-    """About how many bytes `value` (JSON-like data) takes in memory: its characters, plus a little
-    for each item. Iterative (a share link's data may be nested deep), and it stops counting past
-    `stop_past`, so a million small items cost no more to refuse than the budget to count."""
-    total, stack = 0, [value]
+@dataclass
+class Size:
+    """What some JSON-like data holds: its characters, its items (each costs `ITEM_BYTES` more in
+    memory), and how many of the things a person counts (messages, tool calls…) it has. `complete`
+    is False when counting stopped early (then each number is at least what is said)."""
+
+    chars: int = 0
+    items: int = 0
+    counts: Counter = field(default_factory=Counter)  # "tool calls" -> how many
+    items_in: Counter = field(default_factory=Counter)  # "tool calls" -> items inside them
+    complete: bool = True
+
+    @property
+    def bytes(self) -> int:
+        """About how many bytes it takes in memory (what the budgets count)."""
+        return self.chars + ITEM_BYTES * self.items
+
+    def described(self, limit: int | None = None) -> str:
+        """What fills it, in a person's terms: "6,000 tool calls", "3,200,000 characters", or both
+        when both count (each item costs memory of its own: a million empty messages are 2 MB of
+        text). Its characters alone are named only when they alone are past `limit`."""
+        least = "" if self.complete else "at least "
+        texts = f"{self.chars:,} characters"
+        if limit is not None and self.chars > limit:
+            return least + texts
+        kinds = [kind for kind in ("tool calls", "messages") if 2 * self.items_in[kind] >= self.items]
+        values = f"{self.counts[kinds[0]]:,} {kinds[0]}" if kinds else f"{self.items:,} separate values (messages, fields, list items)"
+        return least + (values if self.chars * 10 <= self.bytes else f"{texts} in {values}")
+
+
+def measure(value: Any, stop_past: int | None = None) -> Size:
+    """What `value` (JSON-like data) holds. Iterative (a share link's data may be nested deep), and
+    it stops counting past `stop_past` bytes, so a million small items cost no more to refuse than
+    the budget to count (a list's length is counted when it is met, without walking it)."""
+    size = Size()
+    stack: list[tuple[Any, str]] = [(value, "")]
     while stack:
-        item = stack.pop()
-        total += ITEM_BYTES
-        if stop_past is not None and total > stop_past:
-            return total
+        item, inside = stack.pop()
+        size.items += 1
+        size.items_in[inside] += 1
+        if stop_past is not None and size.bytes > stop_past:
+            size.complete = False
+            return size
         if isinstance(item, str):
-            total += len(item)
+            size.chars += len(item)
         elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key, child in item.items():
+                stack.append((key, inside))
+                kind = COUNTED.get(key) if isinstance(child, list) else None
+                if kind is not None:
+                    size.counts[kind] += len(child)
+                    stack.extend((element, kind if kind in ("messages", "tool calls") else inside) for element in child)
+                    size.items += 1  # the list itself
+                else:
+                    stack.append((child, inside))
         elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return total
-
-
-def workspace_size(workspace: Any) -> int:
-    """About how many bytes a workspace holds (templates, cases, recordings, a pasted output, the
-    model's tokenizer_config.json)."""
-    texts = (workspace.chat_template, workspace.response_template, workspace.run.pasted,
-             *workspace.other_templates.values(), workspace.tokenizer_config, *workspace.model_tokens)  # fmt: skip
-    size = sum(len(t) for t in texts if isinstance(t, str))
-    size += sum(data_size(case.to_dict()) for case in workspace.cases)
-    size += sum(data_size([r.output, r.expected, r.description, r.name]) for r in workspace.recordings)
+            stack.extend((element, inside) for element in item)
     return size
 
 
+def data_size(value: Any, stop_past: int | None = None) -> int:
+    """About how many bytes `value` (JSON-like data) takes in memory (see `measure`)."""
+    return measure(value, stop_past).bytes
+
+
+def measure_workspace(workspace: Any) -> Size:
+    """What a workspace holds: everything it would save (templates, cases, recordings, a pasted
+    output, the model's files, run settings, names, notes), as its share link carries it."""
+    return measure(workspace.to_dict())
+
+
+def workspace_size(workspace: Any) -> int:
+    """About how many bytes a workspace holds (see `measure_workspace`)."""
+    return measure_workspace(workspace).bytes
+
+
 def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnostic]:
-    """Why a workspace cannot be held (too many cases or recordings, or more than
-    `limits.MAX_WORKSPACE_CHARS` in all), as one diagnostic; [] when it fits."""
+    """Whether a workspace can be held: [] when it fits, else why, as one diagnostic (a template over
+    its own limit, too many cases or recordings, or more than `limits.MAX_WORKSPACE_CHARS` in all).
+    The one function every change that adds to a workspace (cases, recordings, text) goes through:
+    the change is made, checked here, and undone when it does not fit."""
     hint = too_large().hint
     templates = [("chat template", workspace.chat_template, limits.MAX_CHAT_TEMPLATE_CHARS),
                  ("response template", workspace.response_template, limits.MAX_RESPONSE_TEMPLATE_CHARS),
@@ -69,16 +118,17 @@ def check_workspace(workspace: Any, source: Source = "preset") -> list[Diagnosti
         if count > limits.MAX_CASES:
             return [Diagnostic("error", f"Too many {what}: {count:,}, over the {limits.MAX_CASES:,} a workspace may hold.",
                                source, hint=hint)]
-    if workspace_size(workspace) > limits.MAX_WORKSPACE_CHARS:
-        return [too_large(source)]
-    return []
+    size = measure_workspace(workspace)
+    return [too_large(source, size)] if size.bytes > limits.MAX_WORKSPACE_CHARS else []
 
 
-def too_large(source: Source = "preset") -> Diagnostic:
-    """More than one session may hold (`limits.MAX_WORKSPACE_CHARS`, items counted as characters too)."""
-    return Diagnostic("error", f"Too large: it holds more than the {limits.MAX_WORKSPACE_CHARS:,} characters one "
-                      "session may hold.", source,
-                      hint="Split the work over several share links, or remove cases you no longer need.")
+def too_large(source: Source = "preset", size: Size | None = None) -> Diagnostic:
+    """More than one session may hold (`limits.MAX_WORKSPACE_CHARS`), saying what fills it."""
+    what = f"it holds {size.described(limits.MAX_WORKSPACE_CHARS)}, more" if size is not None else "it holds more"
+    return Diagnostic("error", f"Too large: {what} than one session may hold.", source,
+                      hint=f"A session holds about {limits.MAX_WORKSPACE_CHARS:,} characters, each message, tool call "
+                           f"or other value counting as {ITEM_BYTES} more. Split the work over several share links, "
+                           "or remove cases you no longer need.")
 
 
 def keep_text(current: str, new: Any, limit: int, source: Source, what: str) -> tuple[str, Diagnostic | None]:

@@ -8,8 +8,11 @@ Behind a proxy (a Space), every request comes from the proxy's address; the visi
 `X-Forwarded-For`, which the proxy appends to. Whatever a client writes into that header itself
 comes first, so only the entries the trusted proxies added (counted from the right) are believed:
 `PLAYGROUND_PROXY_HOPS` proxies (1 on a Space, 0 elsewhere: then the header is ignored, since any
-client could otherwise claim to be as many clients as it likes). IPv6 addresses count per /64, the
-block one connection is usually given (a client can pick any address inside it)."""
+client could otherwise claim to be as many clients as it likes). A header sent several times is one
+list, its lines joined in order (as a proxy that appends a line, and HTTP itself, read it). IPv6
+addresses count per /64, the block one connection is usually given (a client can pick any address
+inside it). This is the one reader of addresses: the server's own (uvicorn's) is turned off
+(app.clients), and the request limits and the handlers both ask `client_key`."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ import os
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from . import limits
@@ -33,16 +36,18 @@ def proxy_hops() -> int:
         return default
 
 
-def client_key(username: str | None, peer: str | None, forwarded_for: str | None = None,
+def client_key(username: str | None, peer: str | None, forwarded_for: str | Sequence[str] | None = None,
                hops: int | None = None) -> str:
     """The client a request counts against: `user:<name>` for a signed-in user, else
-    `address:<ip>` (IPv6 as its /64), with `X-Forwarded-For` read as `hops` trusted proxies wrote it."""
+    `address:<ip>` (IPv6 as its /64), with `X-Forwarded-For` (one value, or every line of a header
+    sent several times, in order) read as `hops` trusted proxies wrote it."""
     if username:
         return f"user:{username}"
     hops = proxy_hops() if hops is None else hops
     address = peer or ""
     if hops and forwarded_for:
-        entries = [entry.strip() for entry in forwarded_for.split(",") if entry.strip()]
+        lines = [forwarded_for] if isinstance(forwarded_for, str) else list(forwarded_for)
+        entries = [entry.strip() for line in lines for entry in line.split(",") if entry.strip()]
         if len(entries) >= hops:
             address = entries[-hops]
     return f"address:{_block(address)}"

@@ -87,8 +87,13 @@ MAX_WORKSPACE_CHARS = int(_number("PLAYGROUND_MAX_WORKSPACE_CHARS", 3_000_000))
 IDLE_SECONDS = _number("PLAYGROUND_IDLE_MINUTES", 30) * 60
 CLIENT_BYTES = int(_number("PLAYGROUND_CLIENT_MB", 400) * 1_000_000)
 SESSIONS_BYTES = int(_number("PLAYGROUND_SESSIONS_MB", 1500) * 1_000_000)
-# Requests of one client running at once (each holds a server thread while it waits for a worker).
+# Requests of one client running at once (each holds a server thread while it waits for a worker),
+# and, apart from those, being answered at once (any request, a page or a file included: the rest
+# wait their turn, up to CLIENT_WAITING of them, beyond which they are refused); streams one client
+# may hold open (an open page holds two: its events' answers and its heartbeat).
 CLIENT_REQUESTS = int(_number("PLAYGROUND_CLIENT_REQUESTS", 4))
+CLIENT_WAITING = int(_number("PLAYGROUND_CLIENT_WAITING", 200))
+CLIENT_STREAMS = int(_number("PLAYGROUND_CLIENT_STREAMS", 100))
 # Untrusted JSON larger than this (a share link, uploaded or downloaded template files) is decoded in
 # a worker: decoding is fast per byte, but a few megabytes of `[{},{},…]` are a million objects.
 DECODE_IN_SERVER_BYTES = int(_number("PLAYGROUND_DECODE_IN_SERVER_KB", 256) * 1000)
@@ -101,6 +106,11 @@ TEMP_FILE_SECONDS = _number("PLAYGROUND_TEMP_FILE_MINUTES", 10) * 60
 MAX_REQUEST_BYTES = int(_number("PLAYGROUND_MAX_REQUEST_MB", 16) * 1_000_000)
 CLIENT_UPLOAD_BYTES = int(_number("PLAYGROUND_CLIENT_UPLOAD_MB", 200) * 1_000_000)
 UPLOAD_BYTES = int(_number("PLAYGROUND_UPLOAD_MB", 2000) * 1_000_000)
+# Files in one upload request (the page reads no more: a model's template and tokenizer files), and
+# what each file counts as at least against those budgets (Gradio writes each into a folder of its
+# own: two entries on disk and about a millisecond of CPU, however small the file).
+MAX_UPLOAD_FILES = int(_number("PLAYGROUND_MAX_UPLOAD_FILES", 10))
+UPLOAD_FILE_MIN_BYTES = int(_number("PLAYGROUND_UPLOAD_FILE_MIN_MB", 1) * 1_000_000)
 # New sessions (pages opened, API clients started) one client may begin per minute: Gradio spends
 # about 0.1 s of the server's CPU setting up each one, before any handler could refuse it.
 CLIENT_NEW_SESSIONS = _number("PLAYGROUND_CLIENT_SESSIONS_PER_MINUTE", 20)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 from . import limits
 from .cases import Case, Recording, passed_kwargs, render_case
 from .checks import CheckReport, Sample, run_checks
+from .diagnostics import Diagnostic
 from .draft import Draft, draft_response_template
 from .formats import Format
 from .presets import Preset, load_preset
@@ -158,12 +159,15 @@ class Workspace:
     def recording(self, name: str) -> Recording | None:
         return next((r for r in self.recordings if r.name == name), None)
 
-    def add_format_examples(self, fmt: Format) -> Case:
+    def add_format_examples(self, fmt: Format) -> tuple[Case | None, list[Diagnostic]]:
         """A library format's examples as recordings, to run with the recorded runner: one new case
         (a user request with every tool the examples offer) and a recording per example, tied to it,
         each with the message it must parse to. The case and the first recording become current.
         The prompt is the author's chat template's: running them shows whether this chat template
-        and the format's response template agree on the examples."""
+        and the format's response template agree on the examples. Nothing is added, and why is
+        returned, when the workspace cannot hold them (engine.budget.check_workspace)."""
+        from .budget import check_workspace
+
         tools = {t["function"]["name"]: t for e in fmt.examples for t in e.tool_list() or [] if "function" in t}
         case = Case(self.unique_name(f"{fmt.name} examples"),
                     [{"role": "user", "content": f"(An example request: the answers are the {fmt.name} format's examples.)"}],
@@ -177,11 +181,15 @@ class Workspace:
                 name, n = f"{fmt.name}: {example.name} {n}", n + 1
             taken.add(name)
             recordings.append(Recording(name, case.name, example.output, example.expected(), example.description))
+        before = (list(self.cases), list(self.recordings), self.case_name, self.run)
         self.cases.append(case)
         self.recordings += recordings
         self.case_name = case.name
-        self.run.runner, self.run.recording = "recorded", recordings[0].name
-        return case
+        self.run = replace(self.run, runner="recorded", recording=recordings[0].name if recordings else self.run.recording)
+        if problems := check_workspace(self, "case"):
+            self.cases, self.recordings, self.case_name, self.run = before
+            return None, problems
+        return case, []
 
     # ----- what the engine does with it -------------------------------------------------------
 
@@ -289,13 +297,16 @@ def workspace_from_json(raw: bytes) -> tuple[Workspace | None, str | None]:
     """The workspace in saved JSON (a share link's, the browser's copy: untrusted), or why it cannot be
     opened: not a playground state, a newer version, nested too deeply, malformed, or more than one
     session may hold (engine.budget). Large inputs are decoded in a worker (`sandbox.bounded_if_large`)."""
-    from .budget import check_workspace, data_size, too_large
+    from .budget import check_workspace, measure, too_large
     from .inputs import depth, printable_value
 
     try:
         data = json.loads(raw.decode())
-        if data_size(data, stop_past=limits.MAX_WORKSPACE_CHARS) > limits.MAX_WORKSPACE_CHARS:
-            return None, _reason(too_large())  # before anything walks all of it
+        # Counted up to twice the budget (a link a little too large is described exactly), never
+        # further: a few kilobytes that inflate to a million messages cost no more than that to refuse.
+        size = measure(data, stop_past=2 * limits.MAX_WORKSPACE_CHARS)
+        if size.bytes > limits.MAX_WORKSPACE_CHARS:
+            return None, _reason(too_large(size=size))  # before anything walks all of it
         version = data.get("v", SCHEMA_VERSION) if isinstance(data, dict) else None
         if not isinstance(version, int):
             return None, "it is not a playground state"

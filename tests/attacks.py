@@ -27,7 +27,10 @@ from pathlib import Path
 
 from gradio_client import Client, handle_file
 
-# (`flood`, the scenario's attacker, is imported so `python -m tests.attacks flood URL` runs it.)
+# (`flood`, the scenario's attacker, and the request layer's attacks are imported so
+# `python -m tests.attacks NAME URL` runs them.)
+from tests.attacks_requests import (OUTCOME, deep_links, escaped_sessions, forged_addresses, format_examples,  # noqa: F401
+                                    get_floods, tiny_files)
 from tests.load_scenario import (CASE, HOSTILE_REGEX, LOOP, RESPONSE, SLOTS, flood, local_client,  # noqa: F401
                                  newcomer, refresh_args, shown_text)
 
@@ -222,6 +225,12 @@ ATTACKS: dict[str, Callable[..., None]] = {
     "disk: downloads and uploads": fill_disk,
     "deep call chains (explained)": deep_call_chains,
     "a huge conversation by share link": huge_conversation,
+    "Gradio's deep link after each edit": deep_links,
+    "a format's examples added 60 times": format_examples,
+    "uploads of 1,000 tiny files": tiny_files,
+    "GETs of the page, config and API info": get_floods,
+    "new sessions under escaped JSON keys": escaped_sessions,
+    "new sessions from forged addresses": forged_addresses,
 }
 
 
@@ -285,11 +294,12 @@ def tree_processes(pid: int) -> dict[str, int]:
 
 
 def disk_use(folders: list[Path]) -> int:
-    """Bytes of the files under `folders`."""
+    """Bytes of the files and folders under `folders` (a folder takes a block of disk of its own:
+    1,000 uploaded files were 1,000 folders)."""
     total = 0
     for folder in folders:
-        for root, _, files in os.walk(folder):
-            for name in files:
+        for root, directories, files in os.walk(folder):
+            for name in (*files, *directories):
                 try:
                     total += os.lstat(os.path.join(root, name)).st_size
                 except OSError:
@@ -307,6 +317,7 @@ class Phase:
     newcomer_edit: float | None = None
     visitor_checks: float | None = None  # a visitor's checks, run during the attack
     attacker_calls: int = 0
+    outcome: dict = field(default_factory=dict)  # what the attacker was answered (its OUTCOME)
     memory_before: int = 0
     memory_peak: int = 0
     memory_after: int = 0
@@ -345,6 +356,7 @@ class Attacker:
     def __init__(self, attack: Callable[..., None], url: str, **options: object) -> None:
         self.attack = attack
         self.name = next((n for n, a in ATTACKS.items() if a is attack), attack.__name__)
+        self.outcome: dict = {}
         self.process = None if attack is quiet else subprocess.Popen(
             [sys.executable, "-m", "tests.attacks", attack.__name__, url, json.dumps(options)],
             cwd=Path(__file__).resolve().parent.parent, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -361,11 +373,14 @@ class Attacker:
         self._say("go")
 
     def stop(self) -> int:
+        """End the attack: how many calls it made (what it was answered is in `outcome`)."""
         if self.process is None:
             return 0
         self._say("stop")
         out, _ = self.process.communicate(timeout=120)
-        return int(out.strip().splitlines()[-1]) if out.strip() else 0
+        lines = out.strip().splitlines()
+        self.outcome = next((json.loads(line[8:]) for line in lines if line.startswith("OUTCOME ")), {})
+        return int(lines[-1]) if lines else 0
 
 
 class Visitors:
@@ -458,6 +473,7 @@ def run_phases(url: str, pid: int, folders: list[Path], attackers: list[Attacker
                 except Exception as e:  # noqa: BLE001
                     phase.errors.append(f"newcomer: {type(e).__name__}: {str(e)[:200]}")
                 phase.attacker_calls = attacker.stop()
+                phase.outcome = attacker.outcome
     finally:
         crowd.close()
         for attacker in attackers:  # any not yet stopped (an error above)
@@ -501,5 +517,6 @@ if __name__ == "__main__":  # one attack, in a process of its own: python -m tes
     threading.Thread(target=lambda: (sys.stdin.readline(), done.set()), daemon=True).start()
     globals()[attack_name](target, done, submitted, **extra)
     cancel_all(submitted)
+    print("OUTCOME " + json.dumps(OUTCOME), flush=True)
     print(len(submitted), flush=True)
     os._exit(0)  # the client's own threads (streams of refused jobs) need not be waited for

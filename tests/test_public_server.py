@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from engine import limits
 from tests.attacks import ATTACKS, MB, Attacker, Phase, quiet, run_phases
 from tests.load_scenario import run_scenario
 from tests.servers import free_port, serving
@@ -117,3 +118,34 @@ def test_an_attack_neither_freezes_nor_fills_the_server(server, calm: Phase, att
     assert phase.back(), ([f"{f} {f.stat().st_size}" for folder in folders for f in folder.rglob("*") if f.is_file()],
                           {process: f"{rss / MB:.0f} MB" for process, rss in phase.processes_after.items()})
     assert "Rule broken" not in log.read_text()  # nothing compiled in the server process
+
+
+def _sessions_allowed(seconds: float) -> int:
+    """New sessions one client may start in `seconds` from a full allowance (it refills evenly)."""
+    return int(limits.CLIENT_NEW_SESSIONS * (1 + seconds / 60))
+
+
+def _uploads_allowed(seconds: float) -> int:
+    """Requests of 10 tiny files one client may upload in `seconds` from a full allowance: each file
+    counts as its minimum, and the allowance refills evenly over the temporary-file time (short here)."""
+    per_window = limits.CLIENT_UPLOAD_BYTES // (10 * limits.UPLOAD_FILE_MIN_BYTES)
+    return int(per_window * (1 + seconds / (TEMP_MINUTES * 60))) + 1
+
+
+# Issues 36, 37 and 29 (items 3, 4): what each attack on the request layer must have been answered.
+ANSWERED = {
+    "Gradio's deep link after each edit": lambda o: o["deep_link"] == [404],  # refused, nothing written
+    "a format's examples added 60 times": lambda o: o["refused"] > 0 and o["added"] < limits.MAX_CASES,
+    "uploads of 1,000 tiny files": lambda o: set(o["thousand_files"]) <= {413, 429} and o["ten_files_last"] == [429]
+    and o["ten_files_accepted"] <= _uploads_allowed(o["ten_files_seconds"]),
+    "GETs of the page, config and API info": lambda o: o["answered"] > 0 and o["other"] == [],
+    "new sessions under escaped JSON keys": lambda o: o["sent"] == 60 and o["accepted"] <= _sessions_allowed(o["seconds"]),
+    "new sessions from forged addresses": lambda o: o["sent"] == 25 and o["accepted"] <= _sessions_allowed(o["seconds"]),
+}
+
+
+@pytest.mark.parametrize("attack", list(ANSWERED))
+def test_the_request_layer_refuses_each_attack_or_counts_it_within_its_budget(attacked: dict[str, Phase], attack: str) -> None:
+    outcome = attacked[attack].outcome
+    print(f"\n{attack}: {outcome}")
+    assert ANSWERED[attack](outcome), outcome

@@ -101,12 +101,16 @@ def inspect_checkpoint(model: str) -> Checkpoint:
         return _packaged(packaged)
     if policy().allow_paths:
         path = Path(model).expanduser()
-        if path.is_file():
+        try:
+            is_file, is_dir = path.is_file(), path.is_dir()
+        except OSError:  # a name no file system holds (thousands of characters): not a path
+            is_file = is_dir = False
+        if is_file:
             if path.suffix.lower() != ".gguf":
                 raise RunnerError(f"{model} is a file, not a model folder or a .gguf file.",
                                   hint="Give the folder holding config, tokenizer and .safetensors files, or a .gguf file.")
             return _gguf(model, path)
-        if path.is_dir():
+        if is_dir:
             if not any(path.glob("*.safetensors")) and (found := gguf_in(path)) is not None:
                 return _gguf(model, found)
             return Checkpoint(model, str(path), _folder_weights_gb(path, model), folder=True)

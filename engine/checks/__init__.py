@@ -31,10 +31,11 @@ from .response_lints import check_response_lints
 from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
+from .robustness_run import check_pair_robustness
 from .streaming import check_streaming
 from .tokens import check_tokens
 
-FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
+FAMILIES = ("round_trip", "streaming", "robustness", "chat_lints", "response_lints", "engines", "tokens")
 
 __all__ = [
     "FAMILIES",
@@ -215,6 +216,8 @@ def _with_response_template(ctx: CheckContext, families: list[str], report: Chec
             report.checks += _guarded("streaming", lambda: [check_streaming(ctx, sample)], subject=sample.subject)
         if not outputs:
             report.checks.append(CheckResult("streaming", "pass", "No output to stream: add a recording or an assistant message."))
+    if "robustness" in families:
+        report.checks += _guarded("robustness", lambda: check_pair_robustness(ctx))
     if "chat_lints" in families:
         report.checks += _guarded("chat_lint", lambda: check_chat_lints(ctx))
     if "response_lints" in families:
@@ -258,7 +261,8 @@ def _chat_template_only(ctx: CheckContext, families: list[str], report: CheckRep
             rendered.append(case.name)
     if rendered:
         results.append(CheckResult("template.renders", "pass", f"Every case renders: {', '.join(map(repr, rendered))}."))
-    for family, name in (("round_trip", "round_trip"), ("streaming", "streaming"), ("response_lints", "response_lint")):
+    for family, name in (("round_trip", "round_trip"), ("streaming", "streaming"), ("robustness", "robustness"),
+                         ("response_lints", "response_lint")):
         if family in families:
             results.append(CheckResult(name, "info", NEEDS_RESPONSE_TEMPLATE))
     if "chat_lints" in families:

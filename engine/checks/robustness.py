@@ -1,0 +1,220 @@
+"""Robustness: does the response template parse what models really write, not just the examples?
+
+Outputs are generated the way models vary them (`robustness_outputs`): from an author's pair, the
+chat template's own history rendering of adversarial but valid calls; from a library format, its
+examples with values substituted. Then the text around the calls is varied. Each variation is tried
+in every variant (a few dozen, each rendered once, every parse one-shot), within a time budget;
+a variation that breaks is reported with its smallest failing output (values shrunk character by
+character), what the message should have been and what came back, on the response template's line.
+
+Which variations are demanded comes from claims (`Claims`): a library format's `format.json` says
+what its models write (`"variations"`); a pair that is a library format's response template takes
+that format's claims; any other pair is held to what its own chat template writes (values, call
+counts, reasoning) and only *notes* what it cannot know its model writes (text around calls,
+whitespace, a stripped end token). A variation nobody claims is never a failure.
+
+Why not hypothesis here: its `find` costs 0.1-0.4 s even for a trivial property (measured), a fifth
+of the checks' whole budget; the variants here are few and ordered smallest first, and values are
+shrunk greedily. The tests search combinations with hypothesis (tests/test_robustness.py)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from transformers.utils.chat_parsing import parse_response
+
+from ..cases import normalise_message
+from ..text import short, shorten
+from .results import CheckResult, Location
+
+NAME = "robustness"
+# Seconds the whole robustness check may take in a run of the checks (its share of their budget).
+BUDGET_SECONDS = 0.5
+
+# Every variation, in words (the order results are reported in).
+VARIATIONS: dict[str, str] = {
+    "values.strings": "string arguments holding quotes, brackets, backslashes, newlines and unicode",
+    "values.typed": "numbers, booleans, null, arrays, nested and empty objects as arguments",
+    "values.delimiters": "string arguments holding the format's own delimiters",
+    "calls.count": "0, 1, 2 and 5 calls",
+    "reasoning": "reasoning on and off",
+    "text.before": "text before the calls",
+    "text.between": "text between calls",
+    "text.after": "text after the calls",
+    "whitespace": "newlines and blank lines at the delimiters",
+    "end_token": "the end token left out (servers strip stop tokens)",
+    "optional": "a text the model may leave out (an id)",
+}
+# What an author's pair is held to when no library format claims more: what the chat template writes
+# itself. Text around calls, whitespace and a stripped end token are only noted.
+PAIR_CLAIMS: dict[str, bool | str] = {"values.strings": True, "values.typed": True, "values.delimiters": False,
+                                      "calls.count": True, "reasoning": True}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Which variations a format's models write: True (written; the check demands it), False (not
+    written: a failure is only noted), or a limit id (written, and the spec cannot read it: the
+    limit is reported). `optional` lists texts a model may leave out (`{id}`: the call's id)."""
+
+    writes: Mapping[str, bool | str] = field(default_factory=dict)
+    optional: tuple[str, ...] = ()
+    source: str = "the chat template's own history"  # who claims: shown with every result
+
+    @classmethod
+    def from_json(cls, data: Mapping | None, source: str) -> Claims:
+        data = dict(data or {})
+        optional = tuple(data.pop("optional", ()) or ())
+        return cls({k: v for k, v in data.items() if k in VARIATIONS}, optional, source)
+
+    def demanded(self, variation: str) -> bool | str:
+        if variation == "optional":
+            return bool(self.optional)
+        return self.writes.get(variation, False)
+
+    def to_dict(self) -> dict:
+        return {**self.writes, **({"optional": list(self.optional)} if self.optional else {})}
+
+
+@dataclass
+class Finding:
+    """What one variant gave: None when it parsed to its message, else why not."""
+
+    variant: Any  # robustness_outputs.Variant
+    problem: str
+    field: str | None
+
+
+def judge(template: Any, variants: Iterable[Any], claims: Claims, deadline: float,
+          compared: Callable[[str], bool] = lambda name: True,
+          shrinkers: Mapping[str, Callable[[Any], Any]] | None = None,
+          locate: Callable[[str | None], Location] | None = None) -> list[CheckResult]:  # fmt: skip
+    """Parse every variant (until `deadline`), one result per variation that had variants: pass, or
+    its smallest failing output and how it fails; `compared` says which fields count."""
+    by_variation: dict[str, list[Any]] = {}
+    for variant in variants:
+        by_variation.setdefault(variant.variation, []).append(variant)
+    results = []
+    for variation in VARIATIONS:
+        tried = sorted(by_variation.get(variation, []), key=lambda v: v.size)
+        if not tried:
+            continue
+        failures, checked = [], 0
+        for variant in tried:
+            if time.perf_counter() > deadline:
+                break
+            checked += 1
+            finding = outcome(template, variant, compared)
+            if finding is not None:
+                failures.append(finding)
+        if checked == 0:
+            results.append(CheckResult(f"{NAME}.{variation}", "info", f"Not tried: the robustness check's time budget ran out ({VARIATIONS[variation]})."))
+            continue
+        smallest = min(failures, key=lambda f: f.variant.size) if failures else None
+        if smallest is not None and shrinkers and variation in shrinkers and time.perf_counter() < deadline:
+            smallest = shrink(template, smallest, shrinkers[variation], compared, deadline)
+        results.append(_result(variation, checked, len(tried), failures, smallest, claims, locate))
+    return results
+
+
+def outcome(template: Any, variant: Any, compared: Callable[[str], bool]) -> Finding | None:
+    """Whether `variant` parses to its message (content and reasoning compared without whitespace,
+    calls by name and arguments); the problem otherwise."""
+    try:
+        parsed = parse_response(variant.output, template, prefix=variant.prompt, tools=variant.tools)
+    except Exception as e:  # noqa: BLE001 - the parser's message is the finding
+        message = f"{type(e).__name__}: {e}"
+        named = next((n for n in ("tool_calls", "reasoning_content", "content") if f"'{n}'" in message), None)
+        return Finding(variant, f"parse_response fails: {shorten(message, 300)}", named or "tool_calls")
+    expected, got = normalise_message(variant.expected), normalise_message(parsed)
+    for name in ("tool_calls", "reasoning_content", "content"):
+        if not compared(name):
+            continue
+        want, have = expected.get(name), got.get(name)
+        if name != "tool_calls":
+            want, have = _squeezed(want), _squeezed(have)
+        if want != have:
+            return Finding(variant, f"`{name}` expected {_show(expected.get(name))}\n  parsed   {_show(got.get(name))}", name)
+    return None
+
+
+def shrink(template: Any, finding: Finding, make: Callable[[Any], Any], compared: Callable[[str], bool], deadline: float) -> Finding:
+    """The failing value made smaller while it still fails: chunks, then single characters, removed
+    greedily (bounded by `deadline` and 80 tries)."""
+    value = getattr(finding.variant, "value", None)
+    if not isinstance(value, str):
+        return finding
+    tries = 0
+    size = max(1, len(value) // 2)
+    while size >= 1 and tries < 80 and time.perf_counter() < deadline:
+        progressed = False
+        at = 0
+        while at < len(value) and tries < 80 and time.perf_counter() < deadline:
+            smaller = value[:at] + value[at + size :]
+            tries += 1
+            variant = make(smaller) if smaller else None
+            found = outcome(template, variant, compared) if variant is not None else None
+            if found is not None:
+                value, finding, progressed = smaller, found, True
+            else:
+                at += size
+        if not progressed:
+            size //= 2
+    return finding
+
+
+def _result(variation: str, checked: int, total: int, failures: list[Finding], smallest: Finding | None,
+            claims: Claims, locate: Callable[[str | None], Location] | None) -> CheckResult:  # fmt: skip
+    name = f"{NAME}.{variation}"
+    words = VARIATIONS[variation]
+    of = f"{checked} variant{'s' if checked != 1 else ''}" + (f" (of {total}; the time budget ran out)" if checked < total else "")
+    if smallest is None:
+        return CheckResult(name, "pass", f"{words}: all {of} parse to their message.")
+    claim = claims.demanded(variation)
+    variant = smallest.variant
+    details = (f"{words}: {len(failures)} of {of} do not parse to their message. The smallest output that breaks "
+               f"({variant.what}):\n  {short(variant.output, 400)}\n  {smallest.problem}")  # fmt: skip
+    hint = hint_for(variation, smallest)
+    if hint:
+        details += f"\nHint: {hint}"
+    location = locate(smallest.field) if locate else None
+    if claim is True:
+        return CheckResult(name, "fail", details + f"\n(claimed by {claims.source})", location)
+    if isinstance(claim, str) and claim:
+        return CheckResult(name, "info", details + f"\n(a limit of the spec: {claim}, see docs/spec-limits.md#{claim})", location)
+    return CheckResult(name, "info", details + f"\n(noted only: {claims.source} does not claim that models write {words})", location)
+
+
+def hint_for(variation: str, finding: Finding) -> str:
+    """What to change, when the response-template spec can say the fix; the spec limit otherwise."""
+    problem = finding.problem
+    if "transform placeholder" in problem and "is not defined" in problem:
+        return ("the transform names a placeholder this output does not have (an optional id?): a placeholder that is not "
+                "defined fails the whole parse; the spec has no fallback (docs/spec-limits.md#transform-fallback): keep one "
+                "template per spelling, or leave the key out of the transform.")  # fmt: skip
+    if variation == "values.typed" and "expected" in problem:
+        return ("values written as numbers or objects come back as strings: pass the tools to parse_response (their JSON "
+                "Schemas type each argument), and for `xml-inline` add a value parser that reads JSON values "
+                '({"name": "json", "args": {"allow_non_json": true}}) so numbers and objects survive without tools.')  # fmt: skip
+    if variation == "text.after" and finding.field == "tool_calls":
+        return ("the call's region runs to the end of the turn, so text after it is read as part of the call: close the "
+                "call on its own end (the closing bracket and a newline), or see docs/spec-limits.md#json-without-delimiters.")  # fmt: skip
+    if variation == "values.strings" and "\\'" in finding.variant.output:
+        return "single-quoted strings with escaped quotes: see docs/spec-limits.md#python-literals."
+    if variation == "whitespace":
+        return "allow whitespace at the delimiter: a leading `\\s*` in an open_pattern, or a close_pattern with `\\s*`."
+    return ""
+
+
+def _squeezed(value: Any) -> Any:
+    return "".join(value.split()) or None if isinstance(value, str) else value
+
+
+def _show(value: Any) -> str:
+    if value is None:
+        return "(missing)"
+    return shorten(value if isinstance(value, str) else json.dumps(value, ensure_ascii=False), 300)

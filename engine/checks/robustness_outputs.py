@@ -1,0 +1,340 @@
+"""The outputs the robustness check tries: model outputs varied the way models really vary them.
+
+Two sources give the plain outputs, each with the message it must parse to:
+- an author's pair: assistant messages rendered through the chat template's own history rendering
+  (what the model was trained to write), with adversarial but valid arguments, 0, 1, 2 or 5 calls,
+  reasoning on and off (`RenderedTurns`);
+- a library format: its examples, with an argument value substituted in the spelling the example
+  shows (a JSON string, a Python string, raw text between tags) and a call written again (`ExampleTurns`).
+Then the text around the calls is varied as real outputs vary it (`around_calls`): text before,
+between and after the calls, whitespace at each delimiter, the end token absent, a text the model
+may leave out (an id). Every variant says which variation it is, so the check can demand only what
+a format's models write."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable
+
+from ..cases import Case
+from ..trace import trace_text
+
+# Argument values that break parsers. Each string sits between letters (`a"b`), so a parser that trims
+# a value's surrounding whitespace is not blamed for it; the smallest come first.
+STRING_ATOMS = ('"', "'", "\\", "\n", "[", "]", "{", "}", "<", ">", "é", "中文", "🙂", "O'Brien", 'say "hi"', "C:\\dir\\n")
+# Every atom in one value: what a shrink starts from when no atom alone breaks.
+KITCHEN_SINK = 'say "hi" to O\'Brien [x] {y} (z) <t> a\\b, c:d=e; f\n\tg é 中文 🙂'
+TYPED_VALUES: tuple[tuple[str, Any, Any], ...] = (
+    ("an integer", "count", 2),
+    ("a negative decimal", "ratio", -3.5),
+    ("a boolean", "metric", True),
+    ("null", "note", None),
+    ("an array", "days", [1, 2]),
+    ("a nested object", "options", {"unit": "celsius", "hours": [6, 12], "deep": {"x": None}}),
+    ("an empty object", "extra", {}),
+)
+_SCHEMA = {"count": {"type": "integer"}, "ratio": {"type": "number"}, "metric": {"type": "boolean"},
+           "note": {"type": ["string", "null"]}, "days": {"type": "array", "items": {"type": "integer"}},
+           "options": {"type": "object"}, "extra": {"type": "object"}}  # fmt: skip
+TEXT_BEFORE, TEXT_BETWEEN, TEXT_AFTER = "Let me check.", "And also:", "Anything else?"
+
+
+@dataclass
+class Variant:
+    """One output to try: the variation it shows, the prompt it continues, the output, the message it
+    must parse to and the tools (their schemas type the arguments)."""
+
+    variation: str  # e.g. "values.strings", "text.after"
+    what: str  # in words: "a string argument holding a quote"
+    prompt: str
+    output: str
+    expected: dict
+    tools: list | None = None
+    size: int = field(default=0)
+    value: Any = None  # the argument value varied (what a shrink makes smaller)
+
+    def __post_init__(self) -> None:
+        self.size = self.size or len(self.output)
+
+
+def probe_tool(arguments: dict) -> dict:
+    """The tool a probe call calls, its schema typing every argument it takes (a string by default)."""
+    properties = {key: _SCHEMA.get(key, {"type": "string"}) for key in arguments} or {"city": {"type": "string"}}
+    return {"type": "function", "function": {"name": "get_weather", "description": "Get the weather.",
+            "parameters": {"type": "object", "properties": properties}}}  # fmt: skip
+
+
+def call(arguments: dict, index: int = 0, with_id: bool = True) -> dict:
+    out: dict = {"type": "function", "function": {"name": "get_weather", "arguments": arguments}}
+    if with_id:
+        out["id"] = f"call{index + 1:02d}abcd"[-9:]
+    return out
+
+
+# ----- the author's pair: turns the chat template writes -----------------------------------------
+
+
+class RenderedTurns:
+    """Assistant turns as the chat template writes them into history, each rendered once (cached):
+    `turn(message)` is (prompt, output) or None when the template refuses it."""
+
+    def __init__(self, render_turn: Callable[[Case, int], Any]):
+        self._render_turn = render_turn
+        self._cache: dict[str, tuple[str, str] | None] = {}
+
+    def turn(self, message: dict, tools: list | None) -> tuple[str, str] | None:
+        key = json.dumps([message, tools], sort_keys=True, ensure_ascii=False)
+        if key not in self._cache:
+            case = Case("robustness", [{"role": "user", "content": "What is the weather in Paris?"}, copy.deepcopy(message)],
+                        tools=copy.deepcopy(tools))  # fmt: skip
+            turn = self._render_turn(case, 1)
+            self._cache[key] = (turn.prompt, turn.output) if hasattr(turn, "output") else None
+        return self._cache[key]
+
+    def variant(self, variation: str, what: str, message: dict) -> Variant | None:
+        arguments = [c["function"]["arguments"] for c in message.get("tool_calls") or []]
+        tools = [probe_tool({k: v for a in arguments for k, v in a.items()})]
+        written = self.turn(message, tools)
+        if written is None:
+            return None
+        return Variant(variation, what, written[0], written[1], message, tools)
+
+
+def values_message(arguments: dict, calls: int = 1, content: str | None = None, reasoning: str | None = None,
+                   with_ids: bool = True) -> dict:  # fmt: skip
+    """An assistant message with `calls` calls of `arguments` (and content, reasoning when given)."""
+    message: dict = {"role": "assistant"}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if content is not None:
+        message["content"] = content
+    if calls:
+        message["tool_calls"] = [call(copy.deepcopy(arguments), i, with_ids) for i in range(calls)]
+    return message
+
+
+# ----- a library format: its examples, values substituted ----------------------------------------
+
+
+def _python_string(value: str) -> str:
+    body = value.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
+    return f"'{body}'"
+
+
+def _python_literal(value: Any) -> str:
+    if isinstance(value, str):
+        return _python_string(value)
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_python_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_python_string(k)}: {_python_literal(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value)
+
+
+# How an example spells a string value, tried in order: the first found once in the output is how a
+# new value of any type is spelled in its place.
+_SPELLINGS: tuple[tuple[str, Callable[[str], str], Callable[[Any], str]], ...] = (
+    ("json", lambda v: json.dumps(v, ensure_ascii=False), lambda v: json.dumps(v, ensure_ascii=False)),
+    ("json-ascii", lambda v: json.dumps(v), lambda v: json.dumps(v)),
+    ("python", _python_string, _python_literal),
+    ("raw", lambda v: v, lambda v: v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)),
+)
+
+
+@dataclass
+class Slot:
+    """Where an example writes one string argument: the call, the key, the span and its spelling."""
+
+    example: Any  # FormatExample
+    call: int
+    key: str
+    start: int
+    end: int
+    spell: Callable[[Any], str]
+
+
+def find_slot(example: Any) -> Slot | None:
+    """The first string argument of the example's calls whose spelling occurs exactly once in its output."""
+    message = example.expected()
+    for index, tool_call in enumerate(message.get("tool_calls") or []):
+        arguments = (tool_call.get("function") or {}).get("arguments")
+        if not isinstance(arguments, dict):
+            continue
+        for key, value in arguments.items():
+            if not isinstance(value, str) or len(value) < 2:
+                continue
+            for name, spelled, spell in _SPELLINGS:
+                text = spelled(value)
+                if example.output.count(text) == 1:
+                    start = example.output.index(text)
+                    if name == "raw" and (quote := _wrapper(example.output, start, start + len(text))):
+                        # A string between quotes of the format's own (Gemma 4's <|"|>): other values go bare.
+                        return Slot(example, index, key, start - len(quote), start + len(text) + len(quote),
+                                    lambda v, q=quote: q + v + q if isinstance(v, str) else json.dumps(v, ensure_ascii=False))
+                    return Slot(example, index, key, start, start + len(text), spell)
+    return None
+
+
+def _wrapper(output: str, start: int, end: int) -> str:
+    """The same non-word text right before and right after a value (a string quote), if any."""
+    for size in range(6, 0, -1):
+        before, after = output[max(0, start - size) : start], output[end : end + size]
+        if len(before) == size and before == after and not any(c.isalnum() or c.isspace() for c in before) and before not in ("=", ">"):
+            return before
+    return ""
+
+
+def substituted(slot: Slot, value: Any, variation: str, what: str) -> Variant:
+    """The example with the slot's value replaced by `value`, spelled as the example spells it; the
+    tools type it as it is."""
+    example = slot.example
+    output = example.output[: slot.start] + slot.spell(value) + example.output[slot.end :]
+    message = example.expected()
+    function = message["tool_calls"][slot.call]["function"]
+    function["arguments"][slot.key] = value
+    schema = _value_schema(value)
+    tools = _typed_tools(example.tool_list(), message, function["name"], slot.key, schema)
+    return Variant(variation, what, example.prefix or "", output, message, tools)
+
+
+def _value_schema(value: Any) -> dict:
+    for name, kind in (("boolean", bool), ("integer", int), ("number", float), ("string", str), ("array", list), ("object", dict)):
+        if isinstance(value, kind):
+            return {"type": name}
+    return {"type": ["string", "null"]}
+
+
+def _typed_tools(tools: list | None, message: dict, name: str, key: str, schema: dict) -> list:
+    """The example's tools (or tools made from its calls, every argument typed as its value), with
+    `key` of tool `name` typed by `schema`."""
+    tools = copy.deepcopy(tools) if tools else []
+    known = {(t.get("function") or {}).get("name") for t in tools}
+    for tool_call in message.get("tool_calls") or []:
+        function = tool_call.get("function") or {}
+        if function.get("name") not in known and isinstance(function.get("arguments"), dict):
+            properties = {k: _value_schema(v) for k, v in function["arguments"].items()}
+            tools.append({"type": "function", "function": {"name": function["name"], "parameters": {"type": "object", "properties": properties}}})
+            known.add(function.get("name"))
+    for tool in tools:
+        function = tool.get("function") or {}
+        if function.get("name") == name:
+            function.setdefault("parameters", {"type": "object"}).setdefault("properties", {})[key] = schema
+    return tools
+
+
+# ----- the text around the calls -------------------------------------------------------------------
+
+
+@dataclass
+class Regions:
+    """Where an output's tool-call regions are (open start, close end), and its last close (the end token)."""
+
+    calls: list[tuple[int, int]]
+    delimiters: list[tuple[int, int, str]]  # (start, end, "open" | "close") of every field
+    end_token: tuple[int, int] | None
+
+
+def regions(template: Any, variant: Variant, tool_field: str = "tool_calls") -> Regions:
+    segments = trace_text(template, variant.output, variant.prompt, variant.tools).segments
+    calls: list[list[int]] = []
+    delimiters = []
+    current: list[int] | None = None
+    for segment in segments:
+        if segment.kind in ("open", "close"):
+            delimiters.append((segment.start, segment.end, segment.kind))
+        if segment.field != tool_field or segment.kind in ("discarded", "pending"):
+            current = None
+            continue
+        if segment.kind == "open" or current is None or current[1] != segment.start:
+            current = [segment.start, segment.end]
+            calls.append(current)
+        else:
+            current[1] = segment.end
+        if segment.kind == "close":
+            current = None  # the next segment of the field starts a new region
+    closed = [(c[0], c[1]) for c in calls]
+    last = segments[-1] if segments else None
+    end = (last.start, last.end) if last is not None and last.kind == "close" and last.end == len(variant.output) and \
+        last.field != tool_field else None  # fmt: skip
+    return Regions(closed, delimiters, end)
+
+
+def _with_content(message: dict, before: str = "", after: str = "") -> dict:
+    out = copy.deepcopy(message)
+    text = " ".join(t for t in (before, (out.get("content") or "").strip(), after) if t)
+    if text:
+        out["content"] = text
+    return out
+
+
+def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_tokens: list[str]) -> list[Variant]:
+    """The text-level variations of a plain output with calls (and of one with two calls): text
+    before, between and after the calls, a newline at each delimiter, the end token left out."""
+    out: list[Variant] = []
+    found = regions(template, base)
+    text = base.output
+    if found.calls:
+        start, end = found.calls[0][0], found.calls[-1][1]
+        if not (base.expected.get("content") or "").strip():
+            out.append(replace(base, variation="text.before", what="text before the calls", size=0,
+                               output=text[:start] + TEXT_BEFORE + " " + text[start:], expected=_with_content(base.expected, TEXT_BEFORE)))  # fmt: skip
+        out.append(replace(base, variation="text.after", what="text after the calls", size=0,
+                           output=text[:end] + " " + TEXT_AFTER + text[end:], expected=_with_content(base.expected, after=TEXT_AFTER)))  # fmt: skip
+        for position, kind in ((start, "before the first call"), (end, "after the last call")):
+            out.append(replace(base, variation="whitespace", what=f"a newline {kind}", size=0,
+                               output=text[:position] + "\n" + text[position:]))  # fmt: skip
+        for delimiter_start, delimiter_end, kind in found.delimiters:
+            position = delimiter_end if kind == "open" else delimiter_start
+            if start <= position <= end:
+                at = "after an opening delimiter" if kind == "open" else "before a closing delimiter"
+                out.append(replace(base, variation="whitespace", what=f"a newline {at} ({text[delimiter_start:delimiter_end]!r})",
+                                   size=0, output=text[:position] + "\n" + text[position:]))  # fmt: skip
+    if two_calls is not None:
+        between = regions(template, two_calls).calls
+        if len(between) >= 2:
+            at = between[0][1]
+            out.append(replace(two_calls, variation="text.between", what="text between two calls", size=0,
+                               output=two_calls.output[:at] + "\n" + TEXT_BETWEEN + "\n" + two_calls.output[at:],
+                               expected=_with_content(two_calls.expected, after=TEXT_BETWEEN)))  # fmt: skip
+            out.append(replace(two_calls, variation="whitespace", what="a blank line between two calls", size=0,
+                               output=two_calls.output[:at] + "\n\n" + two_calls.output[at:]))  # fmt: skip
+    for token in end_tokens or ([text[found.end_token[0]:found.end_token[1]]] if found.end_token else []):
+        if token and text.endswith(token):
+            out.append(replace(base, variation="end_token", what=f"the end token {token!r} left out (servers strip it)", size=0,
+                               output=text[: -len(token)]))  # fmt: skip
+            break
+    return out
+
+
+def repeated_call(template: Any, base: Variant, count: int, separator: str) -> Variant | None:
+    """The example's one call region written `count` times (a format whose calls repeat, a region each)."""
+    found = regions(template, base).calls
+    calls = base.expected.get("tool_calls") or []
+    if len(found) != 1 or len(calls) != 1:
+        return None
+    start, end = found[0]
+    piece = base.output[start:end]
+    expected = copy.deepcopy(base.expected)
+    expected["tool_calls"] = [copy.deepcopy(calls[0]) for _ in range(count)]
+    output = base.output[:start] + separator.join([piece] * count) + base.output[end:]
+    return replace(base, variation="calls.count", what=f"{count} calls", output=output, expected=expected, size=0)
+
+
+def without_text(base: Variant, text: str) -> Variant | None:
+    """The output without a text the model may leave out (`{id}` stands for each call's id); the
+    message then has no id."""
+    output, expected = base.output, copy.deepcopy(base.expected)
+    for tool_call in expected.get("tool_calls") or []:
+        piece = text.replace("{id}", str(tool_call.get("id", "")))
+        if "{id}" in text and "id" not in tool_call or piece not in output:
+            return None
+        output = output.replace(piece, "", 1)
+        if "{id}" in text:
+            tool_call.pop("id", None)
+    if output == base.output:
+        return None
+    return replace(base, variation="optional", what=f"{text!r} left out", output=output, expected=expected, size=0)

@@ -1,0 +1,226 @@
+"""The robustness check run on an author's pair (`check_pair_robustness`, one family of `run_checks`)
+and on a library format (`check_format_robustness`, `python -m engine formats --check`): the
+variants each source gives, judged by `robustness.judge` against the claims."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..response_spec import load_response_spec
+from .context import CheckContext
+from .results import CheckResult
+from .robustness import BUDGET_SECONDS, NAME, PAIR_CLAIMS, Claims, judge, outcome
+from .robustness_outputs import (
+    KITCHEN_SINK,
+    STRING_ATOMS,
+    TYPED_VALUES,
+    RenderedTurns,
+    Variant,
+    around_calls,
+    find_slot,
+    regions,
+    repeated_call,
+    substituted,
+    values_message,
+    without_text,
+)
+from .round_trip import render_turn
+
+if TYPE_CHECKING:
+    from ..formats import FormatExample
+
+CALL = {"city": "Paris"}
+
+
+def literal_delimiters(spec: Mapping) -> list[str]:
+    """The literal opens and closes of a response template (what `values.delimiters` writes into values)."""
+    out: list[str] = []
+    for spec_field in (spec.get("fields") or {}).values():
+        for key in ("open", "close"):
+            value = spec_field.get(key)
+            for text in value if isinstance(value, list) else [value]:
+                if isinstance(text, str) and text.strip() and text not in out:
+                    out.append(text)
+    return out
+
+
+# ----- an author's pair ------------------------------------------------------------------------------
+
+
+def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budget: float = BUDGET_SECONDS) -> list[CheckResult]:
+    """Variants of what the chat template writes, parsed with the response template. Claims: the
+    library format whose response template this is, else what the chat template itself writes."""
+    deadline = time.perf_counter() + budget
+    claims = claims or pair_claims(ctx.spec)
+    turns = RenderedTurns(lambda case, index: render_turn(ctx, case, index))
+    fields = ctx.fields
+    template = ctx.template
+    variants: list[Variant] = []
+    compared: set[str] = set()
+    content = turns.variant("base", "an answer", {"role": "assistant", "content": "It is sunny in Paris."})
+    if content is not None and outcome(template, content, lambda n: n == "content") is None:
+        compared.add("content")
+    calls = fields is not None and fields.reads("tool_calls") and "tools" in fields.variables
+    base = turns.variant("base", "one call", values_message(CALL)) if calls else None
+    if base is not None and outcome(template, base, lambda n: n == "tool_calls") is None:
+        compared.add("tool_calls")
+        variants += _pair_values(turns, ctx.spec, ctx.turn_end_tokens())
+        variants += _pair_counts(turns, base)
+        two = turns.variant("base", "two calls", values_message(CALL, 2))
+        variants += around_calls(template, base, two, ctx.turn_end_tokens())
+        variants += [v for text in claims.optional if (v := without_text(base, text)) is not None]
+    elif content is not None and "content" in compared:
+        variants += around_calls(template, content, None, ctx.turn_end_tokens())
+    if fields is not None and fields.reads("reasoning_content"):
+        variants += _pair_reasoning(turns, template, calls and "tool_calls" in compared)
+    if not variants:
+        why = "the chat template renders no assistant message this check can vary" if not compared else \
+            "nothing to vary"  # fmt: skip
+        return [CheckResult(NAME, "info", f"Not run: {why} (a plain answer or call that does not parse back is a round_trip.message failure).")]
+    compared_fields = compared | {"reasoning_content"}
+    return judge(template, variants, claims, deadline, compared=lambda name: name in compared_fields,
+                 shrinkers={"values.strings": lambda value: _pair_value(turns, value)},
+                 locate=lambda name: ctx.field_location(name))  # fmt: skip
+
+
+def pair_claims(spec: Mapping) -> Claims:
+    """The claims a pair is held to: a library format's, when the response template is one, else
+    what the chat template writes (`PAIR_CLAIMS`)."""
+    from ..formats import claims_for_template  # the library sits below the checks; imported when asked
+
+    found = claims_for_template(spec)
+    if found is not None:
+        name, data = found
+        return Claims.from_json(data, f"the library format `{name}`")
+    return Claims(PAIR_CLAIMS)
+
+
+def _pair_value(turns: RenderedTurns, value: Any) -> Variant | None:
+    variant = turns.variant("values.strings", f"a string argument {value!r}", values_message({"city": value}))
+    if variant is not None:
+        variant.value = value
+    return variant
+
+
+def _pair_counts(turns: RenderedTurns, base: Variant) -> list[Variant]:
+    """No call, 2 and 5 calls, where the template writes them all (gpt-oss writes one call a message)."""
+    out = []
+    for count in (0, 2, 5):
+        message = values_message(CALL, count, content="It is sunny in Paris." if not count else None)
+        variant = turns.variant("calls.count", f"{count} calls", message)
+        if variant is not None and (count == 0 or len(variant.output) > len(base.output) * (count - 0.5)):
+            out.append(variant)
+    return out
+
+
+def _pair_values(turns: RenderedTurns, spec: Mapping, end_tokens: list[str]) -> list[Variant]:
+    out = []
+    for atom in (*STRING_ATOMS, KITCHEN_SINK):
+        value = f"a{atom}b" if atom != KITCHEN_SINK else atom
+        if (v := _pair_value(turns, value)) is not None:
+            v.what = f"a string argument holding {atom!r}"
+            out.append(v)
+    for delimiter in [d for d in literal_delimiters(spec) if d not in end_tokens]:  # a model stops at its end token
+        v = turns.variant("values.delimiters", f"a string argument holding {delimiter!r}", values_message({"city": f"a{delimiter}b"}))
+        out += [v] if v is not None else []
+    for what, key, value in TYPED_VALUES:
+        v = turns.variant("values.typed", f"{what} as an argument", values_message({key: value}))
+        out += [v] if v is not None else []
+    v = turns.variant("values.typed", "a call without arguments", values_message({}))
+    return out + ([v] if v is not None else [])
+
+
+def _pair_reasoning(turns: RenderedTurns, template: Any, with_calls: bool) -> list[Variant]:
+    """Reasoning on (before an answer, before a call) where the template writes it in this turn."""
+    out = []
+    plain = {"role": "assistant", "content": "It is sunny in Paris."}
+    messages = [("reasoning before an answer", {**plain, "reasoning_content": "The user asks about Paris."})]
+    if with_calls:
+        messages.append(("reasoning before a call", values_message(CALL, reasoning="I should call get_weather.")))
+    for what, message in messages:
+        variant = turns.variant("reasoning", what, message)
+        without = turns.turn({k: v for k, v in message.items() if k != "reasoning_content"}, variant.tools) if variant else None
+        if variant is not None and without is not None and without[1] != variant.output:  # the template writes it here
+            out.append(variant)
+    return out
+
+
+# ----- a library format ------------------------------------------------------------------------------
+
+
+def check_format_robustness(response_template: str | Mapping, examples: Iterable[FormatExample], claims: Claims,
+                            budget: float | None = None) -> list[CheckResult]:  # fmt: skip
+    """Variants of a format's examples (values substituted, a call repeated, the text around the
+    calls varied), parsed with its response template and judged against its claims."""
+    text = response_template if isinstance(response_template, str) else json.dumps(dict(response_template), indent=2)
+    loaded = load_response_spec(text)
+    if not loaded.ok:
+        return [CheckResult(NAME, "fail", f"Not run: the response template does not load: {loaded.diagnostics[0].message}")]
+    deadline = time.perf_counter() + (budget if budget is not None else BUDGET_SECONDS)
+    ctx = CheckContext(chat_template="", response_text=text, spec=loaded.spec or {}, template=loaded.template,  # type: ignore[arg-type]
+                       cases=[], samples=[])  # fmt: skip
+    examples = list(examples)
+    variants = format_variants(ctx, examples, claims)
+    if not variants:
+        return [CheckResult(NAME, "info", "Not run: no example has a call with a string argument to vary.")]
+    slot_example = next(e for e in _by_size(examples) if _one_call(e) and find_slot(e))
+    slot = find_slot(slot_example)
+    return judge(ctx.template, variants, claims, deadline,
+                 shrinkers={"values.strings": lambda value: _with_value(substituted(slot, value, "values.strings", repr(value)), value)},
+                 locate=lambda name: ctx.field_location(name))  # fmt: skip
+
+
+def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Claims) -> list[Variant]:
+    """Every variant of a format's examples."""
+    with_slot = [e for e in _by_size(examples) if _one_call(e) and find_slot(e) is not None]
+    if not with_slot:
+        return []
+    example = with_slot[0]
+    slot = find_slot(example)
+    assert slot is not None
+    out: list[Variant] = []
+    for atom in (*STRING_ATOMS, KITCHEN_SINK):
+        value = f"a{atom}b" if atom != KITCHEN_SINK else atom
+        out.append(_with_value(substituted(slot, value, "values.strings", f"a string argument holding {atom!r}"), value))
+    for delimiter in literal_delimiters(ctx.spec):
+        out.append(substituted(slot, f"a{delimiter}b", "values.delimiters", f"a string argument holding {delimiter!r}"))
+    for what, _, value in TYPED_VALUES:
+        out.append(substituted(slot, value, "values.typed", f"{what} as an argument"))
+    base = _variant(example)
+    two = next((_variant(e) for e in _by_size(examples) if len(regions(ctx.template, _variant(e)).calls) >= 2), None)
+    tool_field = (ctx.spec.get("fields") or {}).get("tool_calls") or {}
+    if tool_field.get("repeats"):
+        separator = _separator(ctx, two)
+        out += [v for count in (2, 5) if (v := repeated_call(ctx.template, base, count, separator)) is not None]
+    out += around_calls(ctx.template, base, two, [])
+    for text in claims.optional:
+        out += [v for e in examples if (v := without_text(_variant(e), text)) is not None][:2]
+    return out
+
+
+def _separator(ctx: CheckContext, two: Variant | None) -> str:
+    """What a format writes between two call regions (its two-call example), a newline by default."""
+    if two is None:
+        return "\n"
+    found = regions(ctx.template, two).calls
+    return two.output[found[0][1] : found[1][0]] if len(found) >= 2 else "\n"
+
+
+def _variant(example: FormatExample) -> Variant:
+    return Variant("base", example.name, example.prefix or "", example.output, example.expected(), example.tool_list())
+
+
+def _with_value(variant: Variant, value: Any) -> Variant:
+    variant.value = value
+    return variant
+
+
+def _one_call(example: FormatExample) -> bool:
+    return len(example.expected().get("tool_calls") or []) == 1
+
+
+def _by_size(examples: Iterable[FormatExample]) -> list[FormatExample]:
+    return sorted(examples, key=lambda e: len(e.output))

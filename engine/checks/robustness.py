@@ -67,17 +67,27 @@ class Claims:
 
     @classmethod
     def from_json(cls, data: Mapping | None, source: str) -> Claims:
+        """From a format.json's `variations`: {variation: true | false | limit id, "optional": [texts]
+        or {"texts": [texts], "limit": limit id}}."""
         data = dict(data or {})
-        optional = tuple(data.pop("optional", ()) or ())
-        return cls({k: v for k, v in data.items() if k in VARIATIONS}, optional, source)
+        optional = data.pop("optional", None) or ()
+        writes = {k: v for k, v in data.items() if k in VARIATIONS}
+        if isinstance(optional, Mapping):
+            writes["optional"] = optional.get("limit") or True
+            optional = optional.get("texts") or ()
+        elif optional:
+            writes["optional"] = True
+        return cls(writes, tuple(optional), source)
 
     def demanded(self, variation: str) -> bool | str:
-        if variation == "optional":
-            return bool(self.optional)
         return self.writes.get(variation, False)
 
     def to_dict(self) -> dict:
-        return {**self.writes, **({"optional": list(self.optional)} if self.optional else {})}
+        data: dict = {k: v for k, v in self.writes.items() if k != "optional"}
+        if self.optional:
+            limit = self.writes.get("optional")
+            data["optional"] = {"texts": list(self.optional), "limit": limit} if isinstance(limit, str) else list(self.optional)
+        return data
 
 
 @dataclass

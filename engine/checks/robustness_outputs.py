@@ -158,7 +158,7 @@ class Slot:
 
 
 def find_slot(example: Any) -> Slot | None:
-    """The first string argument of the example's calls whose spelling occurs exactly once in its output."""
+    """The first string argument of the example's calls found in its output (its last occurrence)."""
     message = example.expected()
     for index, tool_call in enumerate(message.get("tool_calls") or []):
         arguments = (tool_call.get("function") or {}).get("arguments")
@@ -169,8 +169,8 @@ def find_slot(example: Any) -> Slot | None:
                 continue
             for name, spelled, spell in _SPELLINGS:
                 text = spelled(value)
-                if example.output.count(text) == 1:
-                    start = example.output.index(text)
+                if text in example.output:
+                    start = example.output.rindex(text)  # the argument comes after any text that mentions it
                     if name == "raw" and (quote := _wrapper(example.output, start, start + len(text))):
                         # A string between quotes of the format's own (Gemma 4's <|"|>): other values go bare.
                         return Slot(example, index, key, start - len(quote), start + len(text) + len(quote),
@@ -231,9 +231,10 @@ def _typed_tools(tools: list | None, message: dict, name: str, key: str, schema:
 
 @dataclass
 class Regions:
-    """Where an output's tool-call regions are (open start, close end), and its last close (the end token)."""
+    """Where an output's tool-call regions are: (open start, close end, body end) each, every
+    delimiter, and its last close when that ends the output (the end token)."""
 
-    calls: list[tuple[int, int]]
+    calls: list[tuple[int, int, int]]
     delimiters: list[tuple[int, int, str]]  # (start, end, "open" | "close") of every field
     end_token: tuple[int, int] | None
 
@@ -250,17 +251,25 @@ def regions(template: Any, variant: Variant, tool_field: str = "tool_calls") -> 
             current = None
             continue
         if segment.kind == "open" or current is None or current[1] != segment.start:
-            current = [segment.start, segment.end]
+            current = [segment.start, segment.end, segment.end]
             calls.append(current)
         else:
             current[1] = segment.end
+            if segment.kind != "close":
+                current[2] = segment.end
         if segment.kind == "close":
             current = None  # the next segment of the field starts a new region
-    closed = [(c[0], c[1]) for c in calls]
     last = segments[-1] if segments else None
     end = (last.start, last.end) if last is not None and last.kind == "close" and last.end == len(variant.output) and \
         last.field != tool_field else None  # fmt: skip
-    return Regions(closed, delimiters, end)
+    return Regions([(c[0], c[1], c[2]) for c in calls], delimiters, end)
+
+
+def _calls_end(text: str, call: tuple[int, int, int], turn_ends: list[str]) -> int:
+    """Where the model's calls end: after the call's close, or before it when the close is what ends
+    the turn (a call list that runs to `</s>` ends where its body does)."""
+    closing = text[call[2] : call[1]]
+    return call[2] if closing and any(closing.strip() == t.strip() for t in turn_ends if t.strip()) else call[1]
 
 
 def _with_content(message: dict, before: str = "", after: str = "") -> dict:
@@ -271,14 +280,17 @@ def _with_content(message: dict, before: str = "", after: str = "") -> dict:
     return out
 
 
-def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_tokens: list[str]) -> list[Variant]:
+def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_tokens: list[str],
+                 turn_ends: list[str] = ()) -> list[Variant]:  # fmt: skip
     """The text-level variations of a plain output with calls (and of one with two calls): text
-    before, between and after the calls, a newline at each delimiter, the end token left out."""
+    before, between and after the calls, a newline at each delimiter, the end token left out.
+    `turn_ends`: texts that end the turn (a call region closed by one ends before it)."""
     out: list[Variant] = []
     found = regions(template, base)
     text = base.output
+    turn_ends = [*end_tokens, *turn_ends]
     if found.calls:
-        start, end = found.calls[0][0], found.calls[-1][1]
+        start, end = found.calls[0][0], _calls_end(text, found.calls[-1], turn_ends)
         if not (base.expected.get("content") or "").strip():
             out.append(replace(base, variation="text.before", what="text before the calls", size=0,
                                output=text[:start] + TEXT_BEFORE + " " + text[start:], expected=_with_content(base.expected, TEXT_BEFORE)))  # fmt: skip
@@ -296,18 +308,32 @@ def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_to
     if two_calls is not None:
         between = regions(template, two_calls).calls
         if len(between) >= 2:
-            at = between[0][1]
+            at = _calls_end(two_calls.output, between[0], turn_ends)
             out.append(replace(two_calls, variation="text.between", what="text between two calls", size=0,
                                output=two_calls.output[:at] + "\n" + TEXT_BETWEEN + "\n" + two_calls.output[at:],
                                expected=_with_content(two_calls.expected, after=TEXT_BETWEEN)))  # fmt: skip
             out.append(replace(two_calls, variation="whitespace", what="a blank line between two calls", size=0,
                                output=two_calls.output[:at] + "\n\n" + two_calls.output[at:]))  # fmt: skip
-    for token in end_tokens or ([text[found.end_token[0]:found.end_token[1]]] if found.end_token else []):
+    for token in end_tokens or ([text[found.end_token[0]:found.end_token[1]]] if found.end_token else turn_ends):
         if token and text.endswith(token):
             out.append(replace(base, variation="end_token", what=f"the end token {token!r} left out (servers strip it)", size=0,
                                output=text[: -len(token)]))  # fmt: skip
             break
     return out
+
+
+def repeated_calls(template: Any, two: Variant, count: int) -> Variant | None:
+    """An output with two call regions, its first call (with what follows it up to the second)
+    written `count - 1` times: the separator the model writes stays."""
+    found = regions(template, two).calls
+    calls = two.expected.get("tool_calls") or []
+    if len(found) != 2 or len(calls) != 2:
+        return None
+    first, second = found[0][0], found[1][0]
+    expected = copy.deepcopy(two.expected)
+    expected["tool_calls"] = [copy.deepcopy(calls[0]) for _ in range(count - 1)] + [copy.deepcopy(calls[1])]
+    output = two.output[:first] + two.output[first:second] * (count - 1) + two.output[second:]
+    return replace(two, variation="calls.count", what=f"{count} calls", output=output, expected=expected, size=0)
 
 
 def repeated_call(template: Any, base: Variant, count: int, separator: str) -> Variant | None:
@@ -316,7 +342,7 @@ def repeated_call(template: Any, base: Variant, count: int, separator: str) -> V
     calls = base.expected.get("tool_calls") or []
     if len(found) != 1 or len(calls) != 1:
         return None
-    start, end = found[0]
+    start, end, _ = found[0]
     piece = base.output[start:end]
     expected = copy.deepcopy(base.expected)
     expected["tool_calls"] = [copy.deepcopy(calls[0]) for _ in range(count)]

@@ -23,6 +23,7 @@ from .robustness_outputs import (
     find_slot,
     regions,
     repeated_call,
+    repeated_calls,
     substituted,
     values_message,
     without_text,
@@ -70,7 +71,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         variants += _pair_values(turns, ctx.spec, ctx.turn_end_tokens())
         variants += _pair_counts(turns, base)
         two = turns.variant("base", "two calls", values_message(CALL, 2))
-        variants += around_calls(template, base, two, ctx.turn_end_tokens())
+        variants += around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
         variants += [v for text in claims.optional if (v := without_text(base, text)) is not None]
     elif content is not None and "content" in compared:
         variants += around_calls(template, content, None, ctx.turn_end_tokens())
@@ -151,6 +152,16 @@ def _pair_reasoning(turns: RenderedTurns, template: Any, with_calls: bool) -> li
 # ----- a library format ------------------------------------------------------------------------------
 
 
+def format_claims(fmt: Any) -> Claims:
+    """What a library format claims its models write (its `format.json` `variations`)."""
+    return Claims.from_json(fmt.variations, f"the library format `{fmt.name}`")
+
+
+def check_library_format(fmt: Any, budget: float | None = None) -> list[CheckResult]:
+    """The robustness check of one library format against its own claims."""
+    return check_format_robustness(fmt.response_template_text, fmt.examples, format_claims(fmt), budget)
+
+
 def check_format_robustness(response_template: str | Mapping, examples: Iterable[FormatExample], claims: Claims,
                             budget: float | None = None) -> list[CheckResult]:  # fmt: skip
     """Variants of a format's examples (values substituted, a call repeated, the text around the
@@ -166,7 +177,7 @@ def check_format_robustness(response_template: str | Mapping, examples: Iterable
     variants = format_variants(ctx, examples, claims)
     if not variants:
         return [CheckResult(NAME, "info", "Not run: no example has a call with a string argument to vary.")]
-    slot_example = next(e for e in _by_size(examples) if _one_call(e) and find_slot(e))
+    slot_example = next(e for e in _by_calls(examples) if find_slot(e))
     slot = find_slot(slot_example)
     return judge(ctx.template, variants, claims, deadline,
                  shrinkers={"values.strings": lambda value: _with_value(substituted(slot, value, "values.strings", repr(value)), value)},
@@ -175,7 +186,7 @@ def check_format_robustness(response_template: str | Mapping, examples: Iterable
 
 def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Claims) -> list[Variant]:
     """Every variant of a format's examples."""
-    with_slot = [e for e in _by_size(examples) if _one_call(e) and find_slot(e) is not None]
+    with_slot = [e for e in _by_calls(examples) if find_slot(e) is not None]
     if not with_slot:
         return []
     example = with_slot[0]
@@ -192,21 +203,23 @@ def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Cl
     base = _variant(example)
     two = next((_variant(e) for e in _by_size(examples) if len(regions(ctx.template, _variant(e)).calls) >= 2), None)
     tool_field = (ctx.spec.get("fields") or {}).get("tool_calls") or {}
-    if tool_field.get("repeats"):
-        separator = _separator(ctx, two)
-        out += [v for count in (2, 5) if (v := repeated_call(ctx.template, base, count, separator)) is not None]
-    out += around_calls(ctx.template, base, two, [])
+    if tool_field.get("repeats") and two is not None:
+        out += [v for count in (3, 5) if (v := repeated_calls(ctx.template, two, count)) is not None]
+    elif tool_field.get("repeats"):
+        out += [v for count in (2, 5) if (v := repeated_call(ctx.template, base, count, "\n")) is not None]
+    out += around_calls(ctx.template, base, two, [], turn_ends=_turn_ends(ctx.spec))
     for text in claims.optional:
         out += [v for e in examples if (v := without_text(_variant(e), text)) is not None][:2]
     return out
 
 
-def _separator(ctx: CheckContext, two: Variant | None) -> str:
-    """What a format writes between two call regions (its two-call example), a newline by default."""
-    if two is None:
-        return "\n"
-    found = regions(ctx.template, two).calls
-    return two.output[found[0][1] : found[1][0]] if len(found) >= 2 else "\n"
+def _turn_ends(spec: Mapping) -> list[str]:
+    """The texts that end a turn: the closes of the implicit field (the one with no open)."""
+    for spec_field in (spec.get("fields") or {}).values():
+        if "open" not in spec_field and "open_pattern" not in spec_field:
+            close = spec_field.get("close")
+            return [c for c in (close if isinstance(close, list) else [close]) if isinstance(c, str)]
+    return []
 
 
 def _variant(example: FormatExample) -> Variant:
@@ -220,6 +233,12 @@ def _with_value(variant: Variant, value: Any) -> Variant:
 
 def _one_call(example: FormatExample) -> bool:
     return len(example.expected().get("tool_calls") or []) == 1
+
+
+def _by_calls(examples: Iterable[FormatExample]) -> list[FormatExample]:
+    """Examples with calls, those with one call first, each kind shortest first."""
+    with_calls = [e for e in examples if e.expected().get("tool_calls")]
+    return sorted(with_calls, key=lambda e: (not _one_call(e), len(e.output)))
 
 
 def _by_size(examples: Iterable[FormatExample]) -> list[FormatExample]:

@@ -64,7 +64,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
     content = turns.variant("base", "an answer", {"role": "assistant", "content": "It is sunny in Paris."})
     if content is not None and outcome(template, content, lambda n: n == "content") is None:
         compared.add("content")
-    calls = fields is not None and fields.reads("tool_calls") and "tools" in fields.variables
+    calls = fields is not None and fields.reads("tool_calls")
     base = turns.variant("base", "one call", values_message(CALL)) if calls else None
     if base is not None and outcome(template, base, lambda n: n == "tool_calls") is None:
         compared.add("tool_calls")
@@ -100,7 +100,7 @@ def pair_claims(spec: Mapping) -> Claims:
 
 
 def _pair_value(turns: RenderedTurns, value: Any) -> Variant | None:
-    variant = turns.variant("values.strings", f"a string argument {value!r}", values_message({"city": value}))
+    variant = turns.variant("values.strings", f"the string argument {value!r}", values_message({"city": value}))
     if variant is not None:
         variant.value = value
     return variant
@@ -180,7 +180,7 @@ def check_format_robustness(response_template: str | Mapping, examples: Iterable
     slot_example = next(e for e in _by_calls(examples) if find_slot(e))
     slot = find_slot(slot_example)
     return judge(ctx.template, variants, claims, deadline,
-                 shrinkers={"values.strings": lambda value: _with_value(substituted(slot, value, "values.strings", repr(value)), value)},
+                 shrinkers={"values.strings": lambda value: _with_value(substituted(slot, value, "values.strings", f"the string argument {value!r}"), value)},
                  locate=lambda name: ctx.field_location(name))  # fmt: skip
 
 

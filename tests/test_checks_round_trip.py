@@ -53,7 +53,7 @@ def test_the_good_pair_passes_every_check() -> None:
         "chat_lint.whitespace_leak", "chat_lint.unread_field", "chat_lint.unwritten_field", "chat_lint.history_calls",
         "response_lint.regex_portability", "response_lint.reasoning_field_name", "response_lint.no_implicit_field",
         "response_lint.start_anchor", "response_lint.unused_group", "response_lint.required_field",
-        "response_lint.overlapping_literals",
+        "response_lint.overlapping_literals", "response_lint.optional_placeholder", "response_lint.untyped_values",
     }  # fmt: skip
     [weather] = results(report, "round_trip.message", "case 'weather'")
     assert "message 2: round-trips (content, reasoning_content, tool_calls)" in weather.details  # counted from 1

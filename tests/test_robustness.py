@@ -202,3 +202,29 @@ def test_string_values_hypothesis_finds_no_value_a_claimed_format_misreads(name:
         assert parsed == normalise_message(variant.expected), (name, variant.output)
 
     parses()
+
+
+def test_a_transform_placeholder_some_matches_lack_is_a_lint_on_its_pattern() -> None:
+    spec = load_format("hermes").spec()
+    spec["fields"]["tool_calls"] = {
+        "open_pattern": r"<tool_call>(?:\[(?P<id>\w+)\])?", "close": "</tool_call>", "repeats": True, "content": "json",
+        "transform": {"id": "{id}", "type": "function", "function": "{content}"},
+    }
+    report = run_checks(CHATML, spec, families=["response_lints", "robustness"], special_tokens={"eos_token": "<|im_end|>"})
+    [lint] = [r for r in report.checks if r.name == "response_lint.optional_placeholder"]
+    assert lint.status == "warn" and "`{id}`" in lint.details and "transform-fallback" in lint.details
+    text = json.dumps(spec, indent=2)
+    assert lint.location.line == next(i for i, row in enumerate(text.splitlines(), 1) if '"open_pattern"' in row)
+    # The robustness check shows it happen: the calls the chat template writes (no id) do not parse.
+    [calls] = [r for r in report.checks if r.name == "robustness"]
+    assert calls.status == "info" and "transform placeholder '{id}' is not defined" in calls.details
+
+
+def test_arguments_read_as_text_are_noted_with_the_value_parser_that_keeps_numbers() -> None:
+    fmt = load_format("qwen3-coder")
+    report = run_checks(CHATML, fmt.spec(), families=["response_lints"])
+    [lint] = [r for r in report.checks if r.name == "response_lint.untyped_values"]
+    assert lint.status == "info" and '"value_parser": {"name": "json"' in lint.details
+    [clean] = [r for r in run_checks(CHATML, load_format("hermes").spec(), families=["response_lints"]).checks
+               if r.name == "response_lint.untyped_values"]
+    assert clean.status == "pass"

@@ -82,6 +82,22 @@ class Claims:
     def demanded(self, variation: str) -> bool | str:
         return self.writes.get(variation, False)
 
+    def described(self) -> list[str]:
+        """Each variation in words with what is claimed: "text after the calls: written, and the
+        spec cannot read it (json-without-delimiters)" — what the format page shows."""
+        out = []
+        for variation, words in VARIATIONS.items():
+            claim = self.writes.get(variation)
+            if variation == "optional" and self.optional:
+                words = f"{words}: {', '.join(repr(t) for t in self.optional)}"
+            if claim is True:
+                out.append(f"{words}: written (demanded)")
+            elif isinstance(claim, str) and claim:
+                out.append(f"{words}: written, and the spec cannot read it ({claim})")
+            elif variation in self.writes:
+                out.append(f"{words}: not written (only noted)")
+        return out
+
     def to_dict(self) -> dict:
         data: dict = {k: v for k, v in self.writes.items() if k != "optional"}
         if self.optional:

@@ -137,10 +137,16 @@ def test_command_style_plan_actions_and_prefilled_response() -> None:
             in " ".join(draft.report("reasoning_content").notes))
 
 
-def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:
+def test_a_family_draft_passes_the_round_trip_streaming_and_robustness_checks() -> None:
     draft = draft_response_template((FIXTURES / "chatml_think_tools.jinja").read_text(), FAMILIES["chatml_think_tools"])
-    assert draft.checks and all(c.status == "pass" for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
-    assert {c.name for c in draft.checks} >= {"round_trip.message", "round_trip.output", "streaming"}
+    # Notes are facts (a variation the format does not claim, such as its own delimiters in a value).
+    assert draft.checks and all(c.status in ("pass", "info") for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
+    assert {c.name for c in draft.checks} >= {"round_trip.message", "round_trip.output", "streaming", "robustness.values.strings",
+                                              "robustness.text.after"}  # fmt: skip
+    # Held to what its format's models write: the matched format's claims, named.
+    assert all(c.status == "pass" for c in draft.checks if c.name in ("robustness.values.strings", "robustness.text.after"))
+    [noted] = [c for c in draft.checks if c.name == "robustness.values.delimiters"]
+    assert "the library format `qwen3` does not claim" in noted.details
     # The same checks, run by hand on the drafted text, agree.
     report = run_checks((FIXTURES / "chatml_think_tools.jinja").read_text(), draft.text, special_tokens=FAMILIES["chatml_think_tools"],
                         families=("round_trip", "streaming"), random_splits=10)  # fmt: skip

@@ -75,7 +75,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         variants += around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
         variants += [v for text in claims.optional if (v := without_text(base, text)) is not None]
     elif content is not None and "content" in compared:
-        variants += around_calls(template, content, None, ctx.turn_end_tokens())
+        variants += around_calls(template, content, None, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
     if fields is not None and fields.reads("reasoning_content"):
         variants += _pair_reasoning(turns, template, calls and "tool_calls" in compared)
     if plain is not None:  # the plain call does not parse: every variant of it would fail alike
@@ -83,10 +83,12 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         note = CheckResult(NAME, "info", f"Calls not varied: a plain call the chat template writes does not parse back "
                            f"(the round trip shows it):\n  {plain.problem}", ctx.field_location(plain.field))  # fmt: skip
     if not variants:
-        why = "the chat template renders no assistant message this check can vary" if not compared else \
-            "nothing to vary"  # fmt: skip
-        return [note] if plain is not None else \
-            [CheckResult(NAME, "info", f"Not run: {why} (a plain answer or call that does not parse back is a round_trip.message failure).")]  # fmt: skip
+        if plain is not None:
+            return [note]
+        if compared:
+            return []  # a plain answer that ends with no end token: nothing to vary
+        return [CheckResult(NAME, "info", "Not run: the chat template renders no assistant message this check can vary (a "
+                            "plain answer or call that does not parse back is a round_trip.message failure).")]  # fmt: skip
     compared_fields = compared | {"reasoning_content"}
     return ([note] if plain is not None else []) + judge(template, variants, claims, deadline, compared=lambda name: name in compared_fields,
                  shrinkers={"values.strings": lambda value: _pair_value(turns, value)},

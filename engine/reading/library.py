@@ -48,6 +48,9 @@ class Candidate:
     failures: list[str] = field(default_factory=list)
     named: int = 0  # history probes whose calls come back with the right names (the call's shape is read)
     whole: int = 0  # history probes with calls that parse back whole, every field (none excused)
+    # Variations the format claims its models write that break with this graft (the robustness
+    # check, run by the draft above the checks; negated, so fewer breaks rank higher).
+    unsound: int = 0
 
     @property
     def told(self) -> bool:
@@ -68,10 +71,17 @@ class Candidate:
 
     def rank(self) -> tuple:
         """Best first: verified; the instructions' example read (the more of it, the better: `functools`
-        before a JSON list is the format's); the history read (the more of its turns whole, every field,
-        the better); then its examples and signature."""
+        before a JSON list is the format's); the history read; the fewer claimed variations that break
+        (robustness); the more of the history's turns whole, every field; then its examples and signature."""
         told = len(self.example.text) if self.example is not None and self.example.parses else 0
-        return (self.verifies, told, self.history_agrees, self.whole, self.probes[0], self.examples[0], self.signature)
+        return (self.verifies, told, self.history_agrees, -self.unsound, self.whole, self.probes[0], self.examples[0],
+                self.signature)  # fmt: skip
+
+    def examples_here(self) -> list[FormatExample]:
+        """The format's examples that apply to this graft, each with a prompt that ends where this
+        template's turn starts (what the robustness check varies)."""
+        anchor = _anchor(self.spec)
+        return [replace(example, prefix=anchor + prefill) for example, prefill in applicable(self.format, set(self.spec["fields"]))]
 
 
 def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told,

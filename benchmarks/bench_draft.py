@@ -155,9 +155,11 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
     """Draft every template of the corpus; print a table and return the totals."""
     data = json.loads(meta.read_text()) if meta else {"tools": {}, "templates": []}
     known = {entry["file"]: entry for entry in data["templates"]}
-    print("| template | model writes | draft matched | reasoning_content | tool_calls | content | real outputs' calls | why not | draft |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    totals = {"templates": 0, "tool templates": 0, "right": 0, "outputs": 0, "outputs parsed": 0}
+    print("| template | model writes | draft matched | reasoning_content | tool_calls | content | real outputs' calls | why not "
+          "| robustness | draft |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    totals = {"templates": 0, "tool templates": 0, "right": 0, "outputs": 0, "outputs parsed": 0,
+              "robust drafts": 0, "drafts": 0, "variations": 0, "variations passed": 0}  # fmt: skip
     for path in sorted(folder.glob("*.jinja")):
         entry = known.get(path.name, {"file": path.name, "format": None, "outputs": []})
         source = path.read_text()
@@ -176,11 +178,33 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
         why = _why(draft, parsed) if good < len(parsed) else ""
         matched = draft.format.name if draft.format else "—"
         outputs = f"{good}/{len(parsed)}" if parsed else "—"
+        robust = robustness_cell(draft, totals)
         print(f"| {path.stem} | {entry.get('format') or '(no tools)'} | {matched} | {' | '.join(cell(r) for r in reports)} | "
-              f"{outputs} | {_escape(why)} | {seconds:.2f} s |")  # type: ignore[arg-type]  # fmt: skip
+              f"{outputs} | {_escape(why)} | {robust} | {seconds:.2f} s |")  # type: ignore[arg-type]  # fmt: skip
     print(f"\nTool templates whose real outputs' calls all parse with the draft: {totals['right']} of {totals['tool templates']}; "
           f"outputs: {totals['outputs parsed']} of {totals['outputs']}.")  # fmt: skip
+    print(f"Drafts with no claimed variation broken (robustness): {totals['robust drafts']} of {totals['drafts']}; "
+          f"variations passed: {totals['variations passed']} of {totals['variations']}.")  # fmt: skip
     return totals
+
+
+def robustness_cell(draft: Draft, totals: dict) -> str:
+    """The robustness check of a draft (run with its checks): variations passed of those tried, the
+    claimed ones that break (✗) and those only noted (a variation its format does not claim, or a
+    limit of the spec)."""
+    results = [c for c in draft.checks if c.name.startswith("robustness.")]
+    if draft.response_template is None or not results:
+        return "—"
+    passed = [c for c in results if c.status == "pass"]
+    failed = [c.name.split(".", 1)[1] for c in results if c.status == "fail"]
+    noted = [c.name.split(".", 1)[1] for c in results if c.status == "info" and "do not parse" in c.details]
+    totals["drafts"] += 1
+    totals["robust drafts"] += not failed
+    totals["variations"] += len(passed) + len(failed) + len(noted)
+    totals["variations passed"] += len(passed)
+    text = f"{len(passed)}/{len(passed) + len(failed) + len(noted)}"
+    text += f" ✗ {', '.join(failed)}" if failed else ""
+    return text + (f" (noted: {', '.join(noted)})" if noted else "")
 
 
 def _why(draft: Draft, parsed: list[str | None]) -> str:

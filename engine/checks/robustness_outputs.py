@@ -265,6 +265,17 @@ def regions(template: Any, variant: Variant, tool_field: str = "tool_calls") -> 
     return Regions([(c[0], c[1], c[2]) for c in calls], delimiters, end)
 
 
+def _over_delimiters(delimiters: list[tuple[int, int, str]], at: int, backwards: bool = False) -> int:
+    """`at` moved over the one delimiter that touches it (backwards: the one that ends where it is):
+    a wrapper's; further back is another field's close or the turn's header."""
+    for start, end, _ in delimiters:
+        if backwards and end == at and start < at:
+            return start
+        if not backwards and start == at and end > at:
+            return end
+    return at
+
+
 def _calls_end(text: str, call: tuple[int, int, int], turn_ends: list[str]) -> int:
     """Where the model's calls end: after the call's close, or before it when the close is what ends
     the turn (a call list that runs to `</s>` ends where its body does)."""
@@ -281,21 +292,28 @@ def _with_content(message: dict, before: str = "", after: str = "") -> dict:
 
 
 def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_tokens: list[str],
-                 turn_ends: list[str] = ()) -> list[Variant]:  # fmt: skip
+                 turn_ends: list[str] = (), wrap: tuple[str, str] = ("", "")) -> list[Variant]:  # fmt: skip
     """The text-level variations of a plain output with calls (and of one with two calls): text
     before, between and after the calls, a newline at each delimiter, the end token left out.
-    `turn_ends`: texts that end the turn (a call region closed by one ends before it)."""
+    `turn_ends`: texts that end the turn (a call region closed by one ends before it); `wrap`: the
+    content field's own open and close, when text is written inside them (Solar's `<|content|>`)."""
     out: list[Variant] = []
     found = regions(template, base)
     text = base.output
     turn_ends = [*end_tokens, *turn_ends]
     if found.calls:
         start, end = found.calls[0][0], _calls_end(text, found.calls[-1], turn_ends)
+        # A wrapper around the calls (DeepSeek's <｜tool▁calls▁begin｜>, Solar's <|tool_calls|>) is
+        # the model's to write after its text: the text goes before the delimiters that lead up to
+        # the first call, and after those that follow the last, unless one ends the turn.
+        start = _over_delimiters(found.delimiters, start, backwards=True)
+        if end == found.calls[-1][1]:
+            end = _over_delimiters([d for d in found.delimiters if text[d[0]:d[1]].strip() not in turn_ends], end)
         if not (base.expected.get("content") or "").strip():
             out.append(replace(base, variation="text.before", what="text before the calls", size=0,
-                               output=text[:start] + TEXT_BEFORE + " " + text[start:], expected=_with_content(base.expected, TEXT_BEFORE)))  # fmt: skip
+                               output=text[:start] + wrap[0] + TEXT_BEFORE + " " + wrap[1] + text[start:], expected=_with_content(base.expected, TEXT_BEFORE)))  # fmt: skip
         out.append(replace(base, variation="text.after", what="text after the calls", size=0,
-                           output=text[:end] + " " + TEXT_AFTER + text[end:], expected=_with_content(base.expected, after=TEXT_AFTER)))  # fmt: skip
+                           output=text[:end] + wrap[0] + " " + TEXT_AFTER + wrap[1] + text[end:], expected=_with_content(base.expected, after=TEXT_AFTER)))  # fmt: skip
         for position, kind in ((start, "before the first call"), (end, "after the last call")):
             out.append(replace(base, variation="whitespace", what=f"a newline {kind}", size=0,
                                output=text[:position] + "\n" + text[position:]))  # fmt: skip
@@ -310,7 +328,7 @@ def around_calls(template: Any, base: Variant, two_calls: Variant | None, end_to
         if len(between) >= 2:
             at = _calls_end(two_calls.output, between[0], turn_ends)
             out.append(replace(two_calls, variation="text.between", what="text between two calls", size=0,
-                               output=two_calls.output[:at] + "\n" + TEXT_BETWEEN + "\n" + two_calls.output[at:],
+                               output=two_calls.output[:at] + wrap[0] + "\n" + TEXT_BETWEEN + "\n" + wrap[1] + two_calls.output[at:],
                                expected=_with_content(two_calls.expected, after=TEXT_BETWEEN)))  # fmt: skip
             out.append(replace(two_calls, variation="whitespace", what="a blank line between two calls", size=0,
                                output=two_calls.output[:at] + "\n\n" + two_calls.output[at:]))  # fmt: skip

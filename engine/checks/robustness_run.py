@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..response_spec import load_response_spec
 from .context import CheckContext
-from .results import CheckResult
-from .robustness import BUDGET_SECONDS, NAME, PAIR_CLAIMS, Claims, judge, outcome
+from .results import CheckResult, Location
+from . import robustness
+from .robustness import NAME, PAIR_CLAIMS, Claims, judge, outcome
 from .robustness_outputs import (
     KITCHEN_SINK,
     STRING_ATOMS,
@@ -51,10 +52,11 @@ def literal_delimiters(spec: Mapping) -> list[str]:
 # ----- an author's pair ------------------------------------------------------------------------------
 
 
-def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budget: float = BUDGET_SECONDS) -> list[CheckResult]:
+def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budget: float | None = None) -> list[CheckResult]:
     """Variants of what the chat template writes, parsed with the response template. Claims: the
-    library format whose response template this is, else what the chat template itself writes."""
-    deadline = time.perf_counter() + budget
+    library format whose response template this is, else what the chat template itself writes.
+    `budget`: seconds (default `robustness.BUDGET_SECONDS`, read when called)."""
+    deadline = time.perf_counter() + (budget if budget is not None else robustness.BUDGET_SECONDS)
     claims = claims or pair_claims(ctx.spec)
     turns = RenderedTurns(lambda case, index: render_turn(ctx, case, index))
     fields = ctx.fields
@@ -72,11 +74,12 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         variants += _pair_values(turns, ctx.spec, ctx.turn_end_tokens())
         variants += _pair_counts(turns, base)
         two = turns.variant("base", "two calls", values_message(CALL, 2))
-        variants += around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
+        variants += around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec), _content_wrap(ctx.spec))
         variants += [v for text in claims.optional if (v := without_text(base, text)) is not None]
     elif content is not None and "content" in compared:
         variants += around_calls(template, content, None, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
-    if fields is not None and fields.reads("reasoning_content"):
+    # Reasoning is varied where the response template reads it (a field left out is the round trip's to say).
+    if fields is not None and fields.reads("reasoning_content") and "reasoning_content" in (ctx.spec.get("fields") or {}):
         variants += _pair_reasoning(turns, template, calls and "tool_calls" in compared)
     if plain is not None:  # the plain call does not parse: every variant of it would fail alike
         variants = [v for v in variants if "tool_calls" not in v.expected]
@@ -89,10 +92,37 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
             return []  # a plain answer that ends with no end token: nothing to vary
         return [CheckResult(NAME, "info", "Not run: the chat template renders no assistant message this check can vary (a "
                             "plain answer or call that does not parse back is a round_trip.message failure).")]  # fmt: skip
-    compared_fields = compared | {"reasoning_content"}
-    return ([note] if plain is not None else []) + judge(template, variants, claims, deadline, compared=lambda name: name in compared_fields,
-                 shrinkers={"values.strings": lambda value: _pair_value(turns, value)},
-                 locate=lambda name: ctx.field_location(name))  # fmt: skip
+    # Reasoning is compared where a plain answer parses back (then it must stay absent, or be what was written).
+    compared_fields = compared | ({"reasoning_content"} if "content" in compared else set())
+    results = judge(template, variants, claims, deadline, compared=lambda name: name in compared_fields,
+                    shrinkers={"values.strings": lambda value: _pair_value(turns, value)},
+                    locate=lambda name: ctx.field_location(name))  # fmt: skip
+    return ([note] if plain is not None else []) + [template_fault(r) for r in results]
+
+
+# How a chat template writes a value no parser reads back: a Python literal (None, True, {'key': …})
+# where models write JSON, or a quote inside a string quoted with it, left unescaped.
+_PYTHON_LITERALS = (":·None", "=None", ":None", "{'", "['", ":·True", ":True", "=True", ":·False", ":False")
+_UNESCAPED = ("'" * 3, '"' * 3)
+
+
+def template_fault(result: CheckResult) -> CheckResult:
+    """A value variation that breaks because the chat template writes the value in a form no parser
+    reads is the chat template's to fix: a warning there, not a failure of the response template
+    (chat_lint.print_without_tojson often says the same)."""
+    if result.status != "fail" or not result.name.startswith("robustness.values"):
+        return result
+    shown = result.details.split("The smallest output that breaks", 1)[-1].split("\n")
+    output = shown[1] if len(shown) > 1 else ""
+    why = None
+    if any(literal in output for literal in _PYTHON_LITERALS):
+        why = "writes the value as a Python literal (None, True, {'key': …}), which a JSON reader does not read"
+    elif any(quotes in output for quotes in _UNESCAPED):
+        why = "writes a quote inside a string quoted with it, unescaped"
+    if why is None:
+        return result
+    return CheckResult(result.name, "warn", f"The chat template {why}: a model trained on this history may write it so, "
+                       f"and no parser reads it back.\n{result.details}", Location("chat_template"), result.subject)  # fmt: skip
 
 
 def pair_claims(spec: Mapping) -> Claims:
@@ -178,7 +208,7 @@ def check_format_robustness(response_template: str | Mapping, examples: Iterable
     loaded = load_response_spec(text)
     if not loaded.ok:
         return [CheckResult(NAME, "fail", f"Not run: the response template does not load: {loaded.diagnostics[0].message}")]
-    deadline = time.perf_counter() + (budget if budget is not None else BUDGET_SECONDS)
+    deadline = time.perf_counter() + (budget if budget is not None else robustness.BUDGET_SECONDS)
     ctx = CheckContext(chat_template="", response_text=text, spec=loaded.spec or {}, template=loaded.template,  # type: ignore[arg-type]
                        cases=[], samples=[])  # fmt: skip
     examples = list(examples)
@@ -219,6 +249,14 @@ def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Cl
     for text in claims.optional:
         out += [v for e in examples if (v := without_text(_variant(e), text)) is not None][:2]
     return out
+
+
+def _content_wrap(spec: Mapping) -> tuple[str, str]:
+    """The content field's own literal open and close, when it has them (text is written inside)."""
+    content = (spec.get("fields") or {}).get("content") or {}
+    opens, closes = content.get("open"), content.get("close")
+    first = [v[0] if isinstance(v, list) and v else v for v in (opens, closes)]
+    return (first[0], first[1]) if all(isinstance(v, str) and v for v in first) else ("", "")
 
 
 def _turn_ends(spec: Mapping) -> list[str]:

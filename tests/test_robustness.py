@@ -32,10 +32,10 @@ CLAIM_KEYS = set(VARIATIONS) - {"optional", "reasoning"}
 # template that reads the one argument `city` as raw text: fragile on purpose.
 CHATML = (
     "{%- for m in messages %}<|im_start|>{{ m.role }}\n"
-    "{%- if m.content %}{{ m.content }}{% endif %}"
+    "{% if m.content %}{{ m.content }}{% endif %}"
     "{%- for c in m.tool_calls or [] %}<tool_call>\n"
     '{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | tojson }}}\n</tool_call>'
-    "{%- endfor %}<|im_end|>\n{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{%- endif %}"
+    "{%- endfor %}<|im_end|>\n{%- endfor %}{%- if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 

@@ -54,6 +54,7 @@ class Variant:
     tools: list | None = None
     size: int = field(default=0)
     value: Any = None  # the argument value varied (what a shrink makes smaller)
+    fields: frozenset | None = None  # the fields compared (None: every field the check compares)
 
     def __post_init__(self) -> None:
         self.size = self.size or len(self.output)
@@ -61,7 +62,9 @@ class Variant:
 
 def probe_tool(arguments: dict) -> dict:
     """The tool a probe call calls, its schema typing every argument it takes (a string by default)."""
-    properties = {key: _SCHEMA.get(key, {"type": "string"}) for key in arguments} or {"city": {"type": "string"}}
+    # Every property has a description: some templates print it unguarded (Command R+).
+    properties = {key: {**_SCHEMA.get(key, {"type": "string"}), "description": f"The {key}."} for key in arguments} or \
+        {"city": {"type": "string", "description": "The city."}}  # fmt: skip
     return {"type": "function", "function": {"name": "get_weather", "description": "Get the weather.",
             "parameters": {"type": "object", "properties": properties}}}  # fmt: skip
 
@@ -87,10 +90,16 @@ class RenderedTurns:
     def turn(self, message: dict, tools: list | None) -> tuple[str, str] | None:
         key = json.dumps([message, tools], sort_keys=True, ensure_ascii=False)
         if key not in self._cache:
-            case = Case("robustness", [{"role": "user", "content": "What is the weather in Paris?"}, copy.deepcopy(message)],
-                        tools=copy.deepcopy(tools))  # fmt: skip
-            turn = self._render_turn(case, 1)
-            self._cache[key] = (turn.prompt, turn.output) if hasattr(turn, "output") else None
+            self._cache[key] = None
+            # As the built-in conversations are fitted: a template that reads `content` on every message
+            # gets an empty one; one that concatenates arguments gets them as a JSON string.
+            for written in _adapted(message):
+                case = Case("robustness", [{"role": "user", "content": "What is the weather in Paris?"}, written],
+                            tools=copy.deepcopy(tools))  # fmt: skip
+                turn = self._render_turn(case, 1)
+                if hasattr(turn, "output"):
+                    self._cache[key] = (turn.prompt, turn.output)
+                    break
         return self._cache[key]
 
     def variant(self, variation: str, what: str, message: dict) -> Variant | None:
@@ -100,6 +109,19 @@ class RenderedTurns:
         if written is None:
             return None
         return Variant(variation, what, written[0], written[1], message, tools)
+
+
+def _adapted(message: dict) -> list[dict]:
+    """The message, then with an empty content, then with arguments as JSON strings too."""
+    out = [copy.deepcopy(message)]
+    if "content" not in message:
+        out.append({**copy.deepcopy(message), "content": ""})
+    if message.get("tool_calls"):
+        stringed = copy.deepcopy(out[-1])
+        for tool_call in stringed["tool_calls"]:
+            tool_call["function"]["arguments"] = json.dumps(tool_call["function"]["arguments"], ensure_ascii=False)
+        out.append(stringed)
+    return out
 
 
 def values_message(arguments: dict, calls: int = 1, content: str | None = None, reasoning: str | None = None,

@@ -63,6 +63,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
     template = ctx.template
     variants: list[Variant] = []
     compared: set[str] = set()
+    call_fields: frozenset | None = None
     content = turns.variant("base", "an answer", {"role": "assistant", "content": "It is sunny in Paris."})
     if content is not None and outcome(template, content, lambda n: n == "content") is None:
         compared.add("content")
@@ -71,12 +72,21 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
     plain = outcome(template, base, lambda n: n == "tool_calls") if base is not None else None
     if base is not None and plain is None:
         compared.add("tool_calls")
-        variants += _pair_values(turns, ctx.spec, ctx.turn_end_tokens())
-        variants += _pair_counts(turns, base)
+        # The fields a turn with calls is held to: the calls, and the rest where the plain call's turn
+        # parses back whole (Command R+'s turn with calls runs into the instruction turn the template
+        # appends, which no model writes: only its calls are compared).
+        whole = outcome(template, base, lambda n: True) is None
+        with_calls = _pair_values(turns, ctx.spec, ctx.turn_end_tokens()) + _pair_counts(turns, base)
         two = turns.variant("base", "two calls", values_message(CALL, 2))
-        variants += around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec), _content_wrap(ctx.spec))
-        variants += [v for text in claims.optional if (v := without_text(base, text)) is not None]
-    elif content is not None and "content" in compared:
+        around = around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec), _content_wrap(ctx.spec))
+        with_calls += [v for v in around if whole or not v.variation.startswith("text.")]
+        with_calls += [v for text in claims.optional if (v := without_text(base, text)) is not None]
+        call_fields = None if whole else frozenset({"tool_calls"})
+        for variant in with_calls:
+            if variant.expected.get("tool_calls"):
+                variant.fields = call_fields
+        variants += with_calls
+    if (base is None or plain is not None) and content is not None and "content" in compared:
         variants += around_calls(template, content, None, ctx.turn_end_tokens(), _turn_ends(ctx.spec))
     # Reasoning is varied where the response template reads it (a field left out is the round trip's to say).
     if fields is not None and fields.reads("reasoning_content") and "reasoning_content" in (ctx.spec.get("fields") or {}):
@@ -95,7 +105,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
     # Reasoning is compared where a plain answer parses back (then it must stay absent, or be what was written).
     compared_fields = compared | ({"reasoning_content"} if "content" in compared else set())
     results = judge(template, variants, claims, deadline, compared=lambda name: name in compared_fields,
-                    shrinkers={"values.strings": lambda value: _pair_value(turns, value)},
+                    shrinkers={"values.strings": lambda value: _pair_value(turns, value, call_fields)},
                     locate=lambda name: ctx.field_location(name))  # fmt: skip
     return ([note] if plain is not None else []) + [template_fault(r) for r in results]
 
@@ -137,10 +147,10 @@ def pair_claims(spec: Mapping) -> Claims:
     return Claims(PAIR_CLAIMS)
 
 
-def _pair_value(turns: RenderedTurns, value: Any) -> Variant | None:
+def _pair_value(turns: RenderedTurns, value: Any, fields: frozenset | None = None) -> Variant | None:
     variant = turns.variant("values.strings", f"the string argument {value!r}", values_message({"city": value}))
     if variant is not None:
-        variant.value = value
+        variant.value, variant.fields = value, fields
     return variant
 
 

@@ -60,9 +60,14 @@ class Candidate:
     @property
     def verifies(self) -> bool:
         """Every format example that applies here parses to its message (at least one applies), and the
-        instruction's example, when there is one, parses (or only names the delimiter in words)."""
+        instruction's example, when there is one, parses (or only names the delimiter in words); or,
+        when none of its examples applies here, the instruction's example parses."""
         parsed, applying = self.examples
-        return applying > 0 and parsed == applying and (self.example is None or self.example.parses or self.example.prose)
+        if applying == 0:
+            # None of its examples applies here (each writes a field this template has not, Nemotron's
+            # <think>): the instructions' own example, read whole, is the evidence.
+            return self.example is not None and self.example.parses and not self.example.prose
+        return parsed == applying and (self.example is None or self.example.parses or self.example.prose)
 
     @property
     def history_agrees(self) -> bool:
@@ -218,7 +223,8 @@ def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | N
     for name, field_spec in fields.items():
         opened = field_spec.get("open")
         # Every prompt, not only those that prefill it: Command R7B's opens <|START_RESPONSE|> only without tools.
-        if name in taken or not isinstance(opened, str) or not all(p.endswith(opened) for p in told.prompts):
+        # (Whitespace after it too: Llama 3's header ends with "<|end_header_id|>\n\n".)
+        if name in taken or not isinstance(opened, str) or not all(p.rstrip().endswith(opened.rstrip()) for p in told.prompts):
             continue
         longer = [p[p.rfind(a) :] for a in ([anchors] if isinstance(anchors, str) else anchors)
                   for p in told.prompts if a and a in p]  # fmt: skip
@@ -287,7 +293,11 @@ def applicable(fmt: Format, fields: set[str]) -> list[tuple[FormatExample, str]]
     """The format's examples a draft with `fields` can be judged on (those that need no field it
     lacks), each without the end-of-turn text it ends with (the draft has its own), with what the
     format's prompt prefills after its start anchor (MiniMax's "<think>\n")."""
-    return [(e, prefill) for e, prefill in _standalone(fmt.name) if set(e.message) - {"role"} <= fields]
+    # A prefill that writes a field the draft lacks (Nemotron's empty <think></think> with thinking off,
+    # for a template whose prompt has no reasoning) would land in another field: not judged here.
+    lacking = [p for name, spec in fmt.response_template.get("fields", {}).items() if name not in fields for p in _pieces(spec)]
+    return [(e, prefill) for e, prefill in _standalone(fmt.name)
+            if set(e.message) - {"role"} <= fields and not any(p in prefill for p in lacking)]  # fmt: skip
 
 
 @cache

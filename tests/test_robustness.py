@@ -26,7 +26,7 @@ from engine.formats import load_format, load_formats, load_limits
 from engine.response_spec import load_response_spec
 
 FORMATS = [f.name for f in load_formats()]
-CLAIM_KEYS = set(VARIATIONS) - {"optional", "reasoning"}
+CLAIM_KEYS = set(VARIATIONS) - {"optional", "reasoning", "wrappers"}
 
 # A ChatML template that writes calls as Hermes does (arguments with tojson), and a response
 # template that reads the one argument `city` as raw text: fragile on purpose.
@@ -80,7 +80,7 @@ def test_every_format_passes_every_variation_it_claims(name: str) -> None:
 def test_every_format_says_what_its_models_write(name: str) -> None:
     claims = load_format(name).variations
     assert CLAIM_KEYS <= set(claims), f"{name}'s format.json does not say: {sorted(CLAIM_KEYS - set(claims))}"
-    assert all(v is True or v is False or isinstance(v, str) for k, v in claims.items() if k != "optional")
+    assert all(v is True or v is False or isinstance(v, str) for k, v in claims.items() if k not in ("optional", "wrappers"))
 
 
 def test_a_fragile_pair_is_reported_with_its_smallest_failing_output_on_the_template_line() -> None:
@@ -228,3 +228,19 @@ def test_arguments_read_as_text_are_noted_with_the_value_parser_that_keeps_numbe
     [clean] = [r for r in run_checks(CHATML, load_format("hermes").spec(), families=["response_lints"]).checks
                if r.name == "response_lint.untyped_values"]
     assert clean.status == "pass"
+
+
+def test_a_wrapper_the_family_writes_is_tried_and_the_hint_says_how_to_read_it() -> None:
+    from engine.checks.robustness_run import check_format_robustness
+
+    hermes = load_format("hermes")
+    claims = Claims.from_json({"wrappers": [["```json\n", "\n```"]]}, "a test")
+    [result] = [r for r in check_format_robustness(hermes.spec(), hermes.examples, claims) if r.name == "robustness.wrappers"]
+    assert result.status == "fail" and "```json⏎" in result.details and '"open": ["<tool_call>"' in result.details
+    # Listed beside the field's own open and close, the same wrapper reads.
+    spec = hermes.spec()
+    spec["fields"]["tool_calls"].update({"open": ["<tool_call>", "```json\n"], "close": ["</tool_call>", "\n```"]})
+    [fixed] = [r for r in check_format_robustness(spec, hermes.examples, claims) if r.name == "robustness.wrappers"]
+    assert fixed.status == "pass"
+    # Llama 4's python tags around the pythonic list are a wrapper its format claims, and reads.
+    assert format_claims(load_format("pythonic")).wrappers == (("<|python_start|>", "<|python_end|>"),)

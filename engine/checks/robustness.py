@@ -48,6 +48,7 @@ VARIATIONS: dict[str, str] = {
     "whitespace": "newlines and blank lines at the delimiters",
     "end_token": "the end token left out (servers strip stop tokens)",
     "optional": "a text the model may leave out (an id)",
+    "wrappers": "the calls in another wrapper the model family writes",
 }
 # What an author's pair is held to when no library format claims more: what the chat template writes
 # itself. Text around calls, whitespace and a stripped end token are only noted.
@@ -64,20 +65,27 @@ class Claims:
     writes: Mapping[str, bool | str] = field(default_factory=dict)
     optional: tuple[str, ...] = ()
     source: str = "the chat template's own history"  # who claims: shown with every result
+    wrappers: tuple[tuple[str, str], ...] = ()  # (open, close) a model writes around its calls instead
 
     @classmethod
     def from_json(cls, data: Mapping | None, source: str) -> Claims:
         """From a format.json's `variations`: {variation: true | false | limit id, "optional": [texts]
-        or {"texts": [texts], "limit": limit id}}."""
+        or {"texts": [texts], "limit": limit id}, "wrappers": [[open, close]] or {"pairs": […], "limit": id}}."""
         data = dict(data or {})
         optional = data.pop("optional", None) or ()
+        wrappers = data.pop("wrappers", None) or ()
         writes = {k: v for k, v in data.items() if k in VARIATIONS}
+        if isinstance(wrappers, Mapping):
+            writes["wrappers"] = wrappers.get("limit") or True
+            wrappers = wrappers.get("pairs") or ()
+        elif wrappers:
+            writes["wrappers"] = True
         if isinstance(optional, Mapping):
             writes["optional"] = optional.get("limit") or True
             optional = optional.get("texts") or ()
         elif optional:
             writes["optional"] = True
-        return cls(writes, tuple(optional), source)
+        return cls(writes, tuple(optional), source, tuple((str(o), str(c)) for o, c in wrappers))
 
     def demanded(self, variation: str) -> bool | str:
         return self.writes.get(variation, False)
@@ -90,6 +98,8 @@ class Claims:
             claim = self.writes.get(variation)
             if variation == "optional" and self.optional:
                 words = f"{words}: {', '.join(repr(t) for t in self.optional)}"
+            if variation == "wrappers" and self.wrappers:
+                words = f"{words}: {', '.join(repr(o + '…' + c) for o, c in self.wrappers)}"
             if claim is True:
                 out.append(f"{words}: written (demanded)")
             elif isinstance(claim, str) and claim:
@@ -103,6 +113,11 @@ class Claims:
         if self.optional:
             limit = self.writes.get("optional")
             data["optional"] = {"texts": list(self.optional), "limit": limit} if isinstance(limit, str) else list(self.optional)
+        data.pop("wrappers", None)
+        if self.wrappers:
+            limit = self.writes.get("wrappers")
+            pairs = [list(p) for p in self.wrappers]
+            data["wrappers"] = {"pairs": pairs, "limit": limit} if isinstance(limit, str) else pairs
         return data
 
 
@@ -231,6 +246,10 @@ def hint_for(variation: str, finding: Finding) -> str:
                 "call on its own end (the closing bracket and a newline), or see docs/spec-limits.md#json-without-delimiters.")  # fmt: skip
     if variation == "values.strings" and "\\'" in finding.variant.output:
         return "single-quoted strings with escaped quotes: see docs/spec-limits.md#python-literals."
+    if variation == "wrappers":
+        return ("list the other wrapper's texts beside the field's own (\"open\": [\"<tool_call>\", \"```json\\n\"], and the "
+                "same for the close) where the calls inside are written alike; a call list in one wrapper and single calls "
+                "in another is docs/spec-limits.md#mixed-call-syntax.")  # fmt: skip
     if variation == "whitespace":
         return "allow whitespace at the delimiter: a leading `\\s*` in an open_pattern, or a close_pattern with `\\s*`."
     return ""

@@ -3,7 +3,7 @@
 Two sources give the plain outputs, each with the message it must parse to:
 - an author's pair: assistant messages rendered through the chat template's own history rendering
   (what the model was trained to write), with adversarial but valid arguments, 0, 1, 2 or 5 calls,
-  reasoning on and off (`RenderedTurns`);
+  reasoning on and off (`robustness_run.RenderedTurns`);
 - a library format: its examples, with an argument value substituted in the spelling the example
   shows (a JSON string, a Python string, raw text between tags) and a call written again (`ExampleTurns`).
 Then the text around the calls is varied as real outputs vary it (`around_calls`): text before,
@@ -18,7 +18,6 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from ..cases import Case
 from ..trace import trace_text
 
 # Argument values that break parsers. Each string sits between letters (`a"b`), so a parser that trims
@@ -74,67 +73,6 @@ def call(arguments: dict, index: int = 0, with_id: bool = True) -> dict:
     if with_id:
         out["id"] = f"call{index + 1:02d}abcd"[-9:]
     return out
-
-
-# ----- the author's pair: turns the chat template writes -----------------------------------------
-
-
-class RenderedTurns:
-    """Assistant turns as the chat template writes them into history, each rendered once (cached):
-    `turn(message)` is (prompt, output) or None when the template refuses it."""
-
-    def __init__(self, render_turn: Callable[[Case, int], Any]):
-        self._render_turn = render_turn
-        self._cache: dict[str, tuple[str, str] | None] = {}
-
-    def turn(self, message: dict, tools: list | None) -> tuple[str, str] | None:
-        key = json.dumps([message, tools], sort_keys=True, ensure_ascii=False)
-        if key not in self._cache:
-            self._cache[key] = None
-            # As the built-in conversations are fitted: a template that reads `content` on every message
-            # gets an empty one; one that concatenates arguments gets them as a JSON string.
-            for written in _adapted(message):
-                case = Case("robustness", [{"role": "user", "content": "What is the weather in Paris?"}, written],
-                            tools=copy.deepcopy(tools))  # fmt: skip
-                turn = self._render_turn(case, 1)
-                if hasattr(turn, "output"):
-                    self._cache[key] = (turn.prompt, turn.output)
-                    break
-        return self._cache[key]
-
-    def variant(self, variation: str, what: str, message: dict) -> Variant | None:
-        arguments = [c["function"]["arguments"] for c in message.get("tool_calls") or []]
-        tools = [probe_tool({k: v for a in arguments for k, v in a.items()})]
-        written = self.turn(message, tools)
-        if written is None:
-            return None
-        return Variant(variation, what, written[0], written[1], message, tools)
-
-
-def _adapted(message: dict) -> list[dict]:
-    """The message, then with an empty content, then with arguments as JSON strings too."""
-    out = [copy.deepcopy(message)]
-    if "content" not in message:
-        out.append({**copy.deepcopy(message), "content": ""})
-    if message.get("tool_calls"):
-        stringed = copy.deepcopy(out[-1])
-        for tool_call in stringed["tool_calls"]:
-            tool_call["function"]["arguments"] = json.dumps(tool_call["function"]["arguments"], ensure_ascii=False)
-        out.append(stringed)
-    return out
-
-
-def values_message(arguments: dict, calls: int = 1, content: str | None = None, reasoning: str | None = None,
-                   with_ids: bool = True) -> dict:  # fmt: skip
-    """An assistant message with `calls` calls of `arguments` (and content, reasoning when given)."""
-    message: dict = {"role": "assistant"}
-    if reasoning:
-        message["reasoning_content"] = reasoning
-    if content is not None:
-        message["content"] = content
-    if calls:
-        message["tool_calls"] = [call(copy.deepcopy(arguments), i, with_ids) for i in range(calls)]
-    return message
 
 
 # ----- a library format: its examples, values substituted ----------------------------------------
@@ -404,3 +342,16 @@ def without_text(base: Variant, text: str) -> Variant | None:
     if output == base.output:
         return None
     return replace(base, variation="optional", what=f"{text!r} left out", output=output, expected=expected, size=0)
+
+
+def rewrapped(template: Any, base: Variant, wrapper: tuple[str, str]) -> Variant | None:
+    """The output with its first call region's own open and close replaced by another wrapper the
+    model family writes (Llama 4's <|python_start|>…<|python_end|> around a call list)."""
+    found = regions(template, base)
+    if not found.calls:
+        return None
+    start, end, body_end = found.calls[0]
+    body_start = next((e for s, e, kind in found.delimiters if kind == "open" and s == start), start)
+    text = base.output
+    output = text[:start] + wrapper[0] + text[body_start:body_end] + wrapper[1] + text[end:]
+    return replace(base, variation="wrappers", what=f"the calls in {wrapper[0] + '…' + wrapper[1]!r}", output=output, size=0)

@@ -4,29 +4,32 @@ variants each source gives, judged by `robustness.judge` against the claims."""
 
 from __future__ import annotations
 
+import copy
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..cases import Case
 from ..response_spec import load_response_spec
 from .context import CheckContext
-from .results import CheckResult, Location
 from . import robustness
+from .results import CheckResult, Location
 from .robustness import NAME, PAIR_CLAIMS, Claims, judge, outcome
 from .robustness_outputs import (
     KITCHEN_SINK,
     STRING_ATOMS,
     TYPED_VALUES,
-    RenderedTurns,
     Variant,
     around_calls,
+    call,
     find_slot,
+    probe_tool,
     regions,
     repeated_call,
     repeated_calls,
+    rewrapped,
     substituted,
-    values_message,
     without_text,
 )
 from .round_trip import render_turn
@@ -47,6 +50,67 @@ def literal_delimiters(spec: Mapping) -> list[str]:
                 if isinstance(text, str) and text.strip() and text not in out:
                     out.append(text)
     return out
+
+
+# ----- the turns the chat template writes -----------------------------------------
+
+
+class RenderedTurns:
+    """Assistant turns as the chat template writes them into history, each rendered once (cached):
+    `turn(message)` is (prompt, output) or None when the template refuses it."""
+
+    def __init__(self, render_turn: Callable[[Case, int], Any]):
+        self._render_turn = render_turn
+        self._cache: dict[str, tuple[str, str] | None] = {}
+
+    def turn(self, message: dict, tools: list | None) -> tuple[str, str] | None:
+        key = json.dumps([message, tools], sort_keys=True, ensure_ascii=False)
+        if key not in self._cache:
+            self._cache[key] = None
+            # As the built-in conversations are fitted: a template that reads `content` on every message
+            # gets an empty one; one that concatenates arguments gets them as a JSON string.
+            for written in _adapted(message):
+                case = Case("robustness", [{"role": "user", "content": "What is the weather in Paris?"}, written],
+                            tools=copy.deepcopy(tools))  # fmt: skip
+                turn = self._render_turn(case, 1)
+                if hasattr(turn, "output"):
+                    self._cache[key] = (turn.prompt, turn.output)
+                    break
+        return self._cache[key]
+
+    def variant(self, variation: str, what: str, message: dict) -> Variant | None:
+        arguments = [c["function"]["arguments"] for c in message.get("tool_calls") or []]
+        tools = [probe_tool({k: v for a in arguments for k, v in a.items()})]
+        written = self.turn(message, tools)
+        if written is None:
+            return None
+        return Variant(variation, what, written[0], written[1], message, tools)
+
+
+def _adapted(message: dict) -> list[dict]:
+    """The message, then with an empty content, then with arguments as JSON strings too."""
+    out = [copy.deepcopy(message)]
+    if "content" not in message:
+        out.append({**copy.deepcopy(message), "content": ""})
+    if message.get("tool_calls"):
+        stringed = copy.deepcopy(out[-1])
+        for tool_call in stringed["tool_calls"]:
+            tool_call["function"]["arguments"] = json.dumps(tool_call["function"]["arguments"], ensure_ascii=False)
+        out.append(stringed)
+    return out
+
+
+def values_message(arguments: dict, calls: int = 1, content: str | None = None, reasoning: str | None = None,
+                   with_ids: bool = True) -> dict:  # fmt: skip
+    """An assistant message with `calls` calls of `arguments` (and content, reasoning when given)."""
+    message: dict = {"role": "assistant"}
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    if content is not None:
+        message["content"] = content
+    if calls:
+        message["tool_calls"] = [call(copy.deepcopy(arguments), i, with_ids) for i in range(calls)]
+    return message
 
 
 # ----- an author's pair ------------------------------------------------------------------------------
@@ -81,6 +145,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         around = around_calls(template, base, two, ctx.turn_end_tokens(), _turn_ends(ctx.spec), _content_wrap(ctx.spec))
         with_calls += [v for v in around if whole or not v.variation.startswith("text.")]
         with_calls += [v for text in claims.optional if (v := without_text(base, text)) is not None]
+        with_calls += [v for pair in claims.wrappers if (v := rewrapped(template, base, pair)) is not None]
         call_fields = None if whole else frozenset({"tool_calls"})
         for variant in with_calls:
             if variant.expected.get("tool_calls"):
@@ -258,6 +323,7 @@ def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Cl
     out += around_calls(ctx.template, base, two, [], turn_ends=_turn_ends(ctx.spec))
     for text in claims.optional:
         out += [v for e in examples if (v := without_text(_variant(e), text)) is not None][:2]
+    out += [v for pair in claims.wrappers if (v := rewrapped(ctx.template, base, pair)) is not None]
     return out
 
 

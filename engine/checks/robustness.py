@@ -28,6 +28,7 @@ from typing import Any
 from transformers.utils.chat_parsing import parse_response
 
 from ..cases import normalise_message
+from ..regex_bounds import RegexTimeout
 from ..text import short, shorten
 from .results import CheckResult, Location
 
@@ -167,6 +168,8 @@ def outcome(template: Any, variant: Any, compared: Callable[[str], bool]) -> Fin
     calls by name and arguments); the problem otherwise."""
     try:
         parsed = parse_response(variant.output, template, prefix=variant.prompt, tools=variant.tools)
+    except RegexTimeout:
+        raise  # a catastrophic pattern stops the check (run_checks says so), not one variant
     except Exception as e:  # noqa: BLE001 - the parser's message is the finding
         message = f"{type(e).__name__}: {e}"
         named = next((n for n in ("tool_calls", "reasoning_content", "content") if f"'{n}'" in message), None)

@@ -31,7 +31,7 @@ from .response_spec import compile_spec
 
 FORMATS_DIR = Path(__file__).resolve().parent.parent / "formats"
 LIMITS_FILE = FORMATS_DIR / "limits.json"
-_FORMAT_KEYS = {"title", "description", "models", "signature", "limits", "stream_safe", "preset", "variations"}
+_FORMAT_KEYS = {"title", "description", "models", "signature", "limits", "stream_safe", "preset", "variations", "sources"}
 _EXAMPLE_KEYS = {"name", "output", "message", "tools", "prefix", "description"}
 
 
@@ -100,6 +100,8 @@ class Format:
     # What its models write beyond the examples (the robustness check's claims): {variation: true |
     # false | a limit id, "optional": [texts a model may leave out]} (engine.checks.robustness).
     variations: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    # Where the claims come from: serving engines' parsers and tests, model cards, in our own words.
+    sources: tuple[str, ...] = ()
 
     def spec(self) -> dict:
         """The response template as plain data the caller owns."""
@@ -124,6 +126,7 @@ class Format:
             "stream_safe": self.stream_safe,
             "limits": list(self.limits),
             "variations": thawed(self.variations),
+            "sources": list(self.sources),
             "response_template": self.spec(),
             "examples": [example.to_dict() for example in self.examples],
         }
@@ -201,6 +204,7 @@ def load_format(name: str) -> Format:
         limit_ids=tuple(meta.get("limits", [])),
         preset=meta.get("preset", ""),
         variations=frozen(meta.get("variations", {})),
+        sources=tuple(meta.get("sources", [])),
     )
 
 

@@ -49,7 +49,7 @@ def test_when_the_history_disagrees_with_the_instructions_the_draft_follows_the_
     assert draft.format is not None and draft.disagreement is not None
     matched = load_format(draft.format.name)
     calls = draft.response_template["fields"]["tool_calls"]
-    assert calls == matched.response_template["fields"]["tool_calls"] and calls["open"] == "<tool_call>"
+    assert calls == matched.spec()["fields"]["tool_calls"] and calls["open"][0] == "<tool_call>"
     report = draft.report("tool_calls")
     assert report.status == "verified" and "parses the instruction's example (its placeholders filled)" in report.message
     assert "0 of the 6 history probes with calls" in report.message and "a bug in the chat template" in " ".join(report.notes)

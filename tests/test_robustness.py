@@ -126,9 +126,10 @@ def test_a_correct_pair_passes_and_unclaimed_variations_are_never_failures() -> 
 
 
 def test_a_library_claim_turns_a_note_into_a_failure() -> None:
-    # The same fragile text-after behaviour: noted for a pair nobody claims, a failure when a claim says models write it.
-    spec = load_format("llama3-json").spec()
-    examples = load_format("llama3-json").examples
+    # The same fragile text-after behaviour (Mistral's [ARGS] object has no end marker): noted for a pair nobody
+    # claims, a failure when a claim says models write it.
+    spec = load_format("mistral-args").spec()
+    examples = load_format("mistral-args").examples
     from engine.checks.robustness_run import check_format_robustness
 
     noted = {r.name: r for r in check_format_robustness(spec, examples, Claims({"text.after": False}, source="a test"))}
@@ -165,6 +166,12 @@ EXPLAINED = {
     ("qwen3.5", "text.between: text between two calls"): (
         "the fallback's content is not `repeats`: text between calls replaces the text before them; the library "
         "joins both"),
+    ("hermes", "wrappers: the calls in '<function_call>…</function_call>'"): (
+        "llama.cpp's Hermes parser reads a call in <function_call> as in <tool_call> (a wrapper the family writes, "
+        "which `hermes` claims and reads); the fallback reads <tool_call> only"),
+    ("hermes", "values.delimiters: a string argument holding '</function_call>'"): (
+        "the library's second close ends a call whose value holds it; the fallback has no such close (a format's "
+        "own delimiters in values are claimed by no format)"),
 }
 
 

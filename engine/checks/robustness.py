@@ -48,8 +48,8 @@ VARIATIONS: dict[str, str] = {
     "text.after": "text after the calls",
     "whitespace": "newlines and blank lines at the delimiters",
     "end_token": "the end token left out (servers strip stop tokens)",
-    "optional": "a text the model may leave out (an id)",
-    "wrappers": "the calls in another wrapper the model family writes",
+    "optional": "a text the model may leave out (an id, a closing tag)",
+    "wrappers": "the calls in another wrapper or spelling the model family writes",
 }
 # What an author's pair is held to when no library format claims more: what the chat template writes
 # itself. Text around calls, whitespace and a stripped end token are only noted.
@@ -67,11 +67,15 @@ class Claims:
     optional: tuple[str, ...] = ()
     source: str = "the chat template's own history"  # who claims: shown with every result
     wrappers: tuple[tuple[str, str], ...] = ()  # (open, close) a model writes around its calls instead
+    # Other spellings of texts around the calls, each a set of (text, written as) applied together:
+    # DeepSeek R1's `<｜tool▁calls｜>` for `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>`.
+    respellings: tuple[tuple[tuple[str, str], ...], ...] = ()
 
     @classmethod
     def from_json(cls, data: Mapping | None, source: str) -> Claims:
         """From a format.json's `variations`: {variation: true | false | limit id, "optional": [texts]
-        or {"texts": [texts], "limit": limit id}, "wrappers": [[open, close]] or {"pairs": […], "limit": id}}."""
+        or {"texts": [texts], "limit": limit id}, "wrappers": [[open, close] | {"as": [[text, written
+        as], …]}] or {"pairs": […], "limit": id}}."""
         data = dict(data or {})
         optional = data.pop("optional", None) or ()
         wrappers = data.pop("wrappers", None) or ()
@@ -86,7 +90,9 @@ class Claims:
             optional = optional.get("texts") or ()
         elif optional:
             writes["optional"] = True
-        return cls(writes, tuple(optional), source, tuple((str(o), str(c)) for o, c in wrappers))
+        pairs = tuple((str(w[0]), str(w[1])) for w in wrappers if not isinstance(w, Mapping))
+        respellings = tuple(tuple((str(a), str(b)) for a, b in w.get("as") or ()) for w in wrappers if isinstance(w, Mapping))
+        return cls(writes, tuple(optional), source, pairs, respellings)
 
     def demanded(self, variation: str) -> bool | str:
         return self.writes.get(variation, False)
@@ -99,8 +105,9 @@ class Claims:
             claim = self.writes.get(variation)
             if variation == "optional" and self.optional:
                 words = f"{words}: {', '.join(repr(t) for t in self.optional)}"
-            if variation == "wrappers" and self.wrappers:
-                words = f"{words}: {', '.join(repr(o + '…' + c) for o, c in self.wrappers)}"
+            if variation == "wrappers" and (self.wrappers or self.respellings):
+                spelled = [" and ".join(f"{a!r} as {b!r}" for a, b in r) for r in self.respellings]
+                words = f"{words}: {', '.join([*(repr(o + '…' + c) for o, c in self.wrappers), *spelled])}"
             if claim is True:
                 out.append(f"{words}: written (demanded)")
             elif isinstance(claim, str) and claim:
@@ -115,9 +122,9 @@ class Claims:
             limit = self.writes.get("optional")
             data["optional"] = {"texts": list(self.optional), "limit": limit} if isinstance(limit, str) else list(self.optional)
         data.pop("wrappers", None)
-        if self.wrappers:
+        if self.wrappers or self.respellings:
             limit = self.writes.get("wrappers")
-            pairs = [list(p) for p in self.wrappers]
+            pairs = [list(p) for p in self.wrappers] + [{"as": [list(p) for p in r]} for r in self.respellings]
             data["wrappers"] = {"pairs": pairs, "limit": limit} if isinstance(limit, str) else pairs
         return data
 
@@ -251,8 +258,9 @@ def hint_for(variation: str, finding: Finding) -> str:
         return "single-quoted strings with escaped quotes: see docs/spec-limits.md#python-literals."
     if variation == "wrappers":
         return ("list the other wrapper's texts beside the field's own (\"open\": [\"<tool_call>\", \"```json\\n\"], and the "
-                "same for the close) where the calls inside are written alike; a call list in one wrapper and single calls "
-                "in another is docs/spec-limits.md#mixed-call-syntax.")  # fmt: skip
+                "same for the close) where the calls inside are written alike, and another spelling of a text around the "
+                "calls beside it (an alternative in the pattern, or a close of the implicit field that drops it); a call "
+                "list in one wrapper and single calls in another is docs/spec-limits.md#mixed-call-syntax.")  # fmt: skip
     if variation == "whitespace":
         return "allow whitespace at the delimiter: a leading `\\s*` in an open_pattern, or a close_pattern with `\\s*`."
     return ""

@@ -328,6 +328,39 @@ def repeated_call(template: Any, base: Variant, count: int, separator: str) -> V
     return replace(base, variation="calls.count", what=f"{count} calls", output=output, expected=expected, size=0)
 
 
+def repeated_in_list(template: Any, base: Variant, count: int) -> Variant | None:
+    """The example's one call, the only item of a call list (`[{…}]`, `[f(…)]`), written `count`
+    times in that list, comma-separated as lists are."""
+    found = regions(template, base)
+    calls = base.expected.get("tool_calls") or []
+    if len(found.calls) != 1 or len(calls) != 1:
+        return None
+    start, _, body_end = found.calls[0]
+    body_start = next((e for s, e, kind in found.delimiters if kind == "open" and s == start), start)
+    body = base.output[body_start:body_end]
+    inner = body.strip()
+    if not (inner.startswith("[") and inner.endswith("]")):
+        return None
+    lead = body[: len(body) - len(body.lstrip())]
+    items = ", ".join([inner[1:-1].strip()] * count)
+    expected = copy.deepcopy(base.expected)
+    expected["tool_calls"] = [copy.deepcopy(calls[0]) for _ in range(count)]
+    output = base.output[:body_start] + lead + "[" + items + "]" + body[len(lead) + len(inner):] + base.output[body_end:]
+    return replace(base, variation="calls.count", what=f"{count} calls in one list", output=output, expected=expected, size=0)
+
+
+def respelled(base: Variant, replacements: tuple[tuple[str, str], ...]) -> Variant | None:
+    """The output with texts around its calls in another spelling the model family writes (every
+    occurrence of each); the message is the same. None when a text is not in the output."""
+    output = base.output
+    for text, written in replacements:
+        if not text or text not in output:
+            return None
+        output = output.replace(text, written)
+    what = " and ".join(f"{text!r} written as {written!r}" for text, written in replacements)
+    return replace(base, variation="wrappers", what=what, output=output, size=0)
+
+
 def without_text(base: Variant, text: str) -> Variant | None:
     """The output without a text the model may leave out (`{id}` stands for each call's id); the
     message then has no id."""

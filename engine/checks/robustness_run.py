@@ -28,6 +28,8 @@ from .robustness_outputs import (
     regions,
     repeated_call,
     repeated_calls,
+    repeated_in_list,
+    respelled,
     rewrapped,
     substituted,
     without_text,
@@ -146,6 +148,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
         with_calls += [v for v in around if whole or not v.variation.startswith("text.")]
         with_calls += [v for text in claims.optional if (v := without_text(base, text)) is not None]
         with_calls += [v for pair in claims.wrappers if (v := rewrapped(template, base, pair)) is not None]
+        with_calls += [v for spelling in claims.respellings if (v := respelled(base, spelling)) is not None]
         call_fields = None if whole else frozenset({"tool_calls"})
         for variant in with_calls:
             if variant.expected.get("tool_calls"):
@@ -314,16 +317,23 @@ def format_variants(ctx: CheckContext, examples: list[FormatExample], claims: Cl
     for what, _, value in TYPED_VALUES:
         out.append(substituted(slot, value, "values.typed", f"{what} as an argument"))
     base = _variant(example)
-    two = next((_variant(e) for e in _by_size(examples) if len(regions(ctx.template, _variant(e)).calls) >= 2), None)
+    # An example with two call regions (exactly two first: what a repeat of its first call extends).
+    counted = [(len(regions(ctx.template, _variant(e)).calls), e) for e in _by_size(examples)]
+    two = next((_variant(e) for n, e in sorted(counted, key=lambda c: c[0] != 2) if n >= 2), None)
     tool_field = (ctx.spec.get("fields") or {}).get("tool_calls") or {}
     if tool_field.get("repeats") and two is not None:
         out += [v for count in (3, 5) if (v := repeated_calls(ctx.template, two, count)) is not None]
     elif tool_field.get("repeats"):
         out += [v for count in (2, 5) if (v := repeated_call(ctx.template, base, count, "\n")) is not None]
-    out += around_calls(ctx.template, base, two, [], turn_ends=_turn_ends(ctx.spec))
+    else:  # every call in one list: the list's one item written again
+        out += [v for count in (2, 5) if (v := repeated_in_list(ctx.template, base, count)) is not None]
+    out += around_calls(ctx.template, base, two, [], turn_ends=_turn_ends(ctx.spec), wrap=_content_wrap(ctx.spec))
     for text in claims.optional:
         out += [v for e in examples if (v := without_text(_variant(e), text)) is not None][:2]
     out += [v for pair in claims.wrappers if (v := rewrapped(ctx.template, base, pair)) is not None]
+    # Another spelling is tried on the first example (calls first) that writes every text it respells.
+    for spelling in claims.respellings:
+        out += [v for e in _by_calls(examples) if (v := respelled(_variant(e), spelling)) is not None][:1]
     return out
 
 

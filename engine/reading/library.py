@@ -11,6 +11,7 @@ and only one that parses them is offered."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -106,7 +107,11 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
         # In what the model is told, only a format's markup or marked words say which format it is
         # (`"name":` and `parameters` are in every tool's JSON schema); in the history's calls, any
         # of its texts does.
-        pieces = _pieces(calls)
+        # Not the texts other fields close on (the turn's end: `<|eot_id|>` is in every Llama history), nor
+        # the brackets of a lookaround close (`}\n]`): they say nothing about which format it is.
+        ends = {c for name, f in fmt.response_template.get("fields", {}).items() if name != "tool_calls"
+                for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or ())}  # fmt: skip
+        pieces = [p for p in _pieces(calls) if p not in ends and regex.search(r"[^\s{}\[\]]", p)]
         marks = _pieces(calls, ("open",), distinct=True)  # a close is often just the end of the turn
         # A format whose open is a pattern with no literal text of its own (a Python call list's
         # `(?=\[name\()`) is seen where that pattern matches; in the instructions, only where it
@@ -157,7 +162,7 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
     fields = copy.deepcopy(spec["fields"])
     ends = _ends(theirs)
     closes = calls.get("close")
-    if ends and closes and set(closes if isinstance(closes, list) else [closes]) <= set(ends) and implicit in fields:
+    if ends and closes and set(closes if isinstance(closes, (list, tuple)) else [closes]) <= set(ends) and implicit in fields:
         # The calls run to the end of the turn (`functools[...]<|eot_id|>`): this template's end, not the format's model's.
         ours = fields[implicit].get("close")
         calls = {**calls, "close": ours} if ours else {k: v for k, v in calls.items() if k != "close"}
@@ -189,16 +194,29 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
         close = fields[implicit].get("close")
         ours = [close] if isinstance(close, str) else list(close or [])
         extra = [e for e in ends if e not in ours]
+        # The other spellings the format's models write of a text this template drops (DeepSeek R1's
+        # <｜tool▁calls｜> for <｜tool▁calls▁begin｜>) are dropped too: its claims say they are written.
+        spelled = [e for e in extra if e in _respelled(fmt)]
         if drops and extra and "close_pattern" not in fields[implicit]:
             fields[implicit]["close"] = ours + extra
         elif drops:
             return None
+        elif spelled and "close_pattern" not in fields[implicit]:
+            fields[implicit]["close"] = ours + spelled
     if "reasoning_content" in taken and "start_anchor" in out:
         out["start_anchor"] = _before(out["start_anchor"], _pieces(reasoning, ("open",)))
     if "start_anchor" in out:
         out["start_anchor"] = _resumes(out["start_anchor"], fmt, told)
     out["fields"] = {name: fields[name] for name in FIELDS if name in fields}
     return out, tuple(taken)
+
+
+def _respelled(fmt: Format) -> set[str]:
+    """The texts a format claims its models write in place of others (`variations.wrappers` entries
+    {"as": [[text, written as], …]})."""
+    wrappers = (fmt.variations or {}).get("wrappers") or ()
+    wrappers = wrappers.get("pairs") or () if isinstance(wrappers, Mapping) else wrappers
+    return {str(pair[1]) for w in wrappers if isinstance(w, Mapping) for pair in w.get("as") or () if pair[1]}
 
 
 def _resumes(anchor: str | list[str], fmt: Format, told: Told) -> str | list[str]:
@@ -359,7 +377,7 @@ def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close"), distinc
     out: list[str] = []
     for key in keys:
         value = field_spec.get(key)
-        for text in value if isinstance(value, list) else [value]:
+        for text in value if isinstance(value, (list, tuple)) else [value]:  # tuples: a library format's frozen lists
             if isinstance(text, str) and len(text.strip()) >= _MIN_PIECE:
                 if not distinct or MARKUP.search(text) or regex.search(r"[A-Za-z]{4,}", text):
                     out.append(text)

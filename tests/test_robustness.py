@@ -67,7 +67,7 @@ def test_every_format_passes_every_variation_it_claims(name: str) -> None:
     claims = format_claims(fmt)
     tried = {r.name.split(".", 1)[1] for r in results if "." in r.name}
     # What a format claims its models write is tried (a claim no variant exercises proves nothing) ...
-    for variation in ("values.strings", "values.typed", "whitespace"):
+    for variation in ("values.strings", "values.typed", "whitespace", "calls.count"):
         if claims.demanded(variation) is True:
             assert variation in tried, f"{name} claims {variation}, and no variant tried it"
     # ... and a variation it marks with a limit names one of its own limits.

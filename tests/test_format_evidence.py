@@ -7,6 +7,8 @@ parameters, escapes in Python-style strings. And the risk the lookaround closes 
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 from transformers.utils.chat_parsing import parse_response
@@ -182,3 +184,19 @@ def test_olmo3_s_escaped_single_quotes_and_calls_one_per_line_are_its_named_limi
     claims = format_claims(fmt)
     assert claims.demanded("values.strings") == "python-literals" and {"python-literals", "call-list-without-brackets"} <= set(fmt.limit_ids)
     assert any("one per line" in line for line in fmt.sources)
+
+
+def test_the_docs_claims_table_is_what_the_formats_claim() -> None:
+    """docs/presets-and-formats.md's claims table says, for each format, what its format.json claims."""
+    page = (Path(__file__).parent.parent / "docs" / "presets-and-formats.md").read_text(encoding="utf-8")
+    section = page.split("| format | text before | between | after | also | sources |", 1)[1].split("\n\n", 1)[0]
+    rows = {m[0]: [c.strip() for c in m[1].split("|")] for m in re.findall(r"^\| `([\w.-]+)` \|(.*)$", section, flags=re.MULTILINE)}
+    assert sorted(rows) == sorted(f.name for f in load_formats())
+    for fmt in load_formats():
+        claims = format_claims(fmt)
+        cells = rows[fmt.name][:3]
+        for cell, variation in zip(cells, ("text.before", "text.between", "text.after"), strict=True):
+            claim = claims.demanded(variation)
+            assert cell == ("yes" if claim is True else "no" if not claim else f"[`{claim}`](spec-limits.md#{claim})"), (fmt.name, variation)
+        sources = rows[fmt.name][4]
+        assert all(any(project in line for line in fmt.sources) for project in sources.split(", ")), (fmt.name, sources)

@@ -253,7 +253,9 @@ def hint_for(variation: str, finding: Finding) -> str:
                 '({"name": "json", "args": {"allow_non_json": true}}) so numbers and objects survive without tools.')  # fmt: skip
     if variation == "text.after" and finding.field == "tool_calls":
         return ("the call's region runs to the end of the turn, so text after it is read as part of the call: close the "
-                "call on its own end (the closing bracket and a newline), or see docs/spec-limits.md#json-without-delimiters.")  # fmt: skip
+                "call on its own end (its closing tag, or where its JSON ends and what follows cannot continue JSON: "
+                "`(?<=\\}\\])(?=\\s*[^\\s,\\]}\"\\\\])` after a list, not portable), see "
+                "docs/spec-limits.md#json-without-delimiters.")  # fmt: skip
     if variation == "values.strings" and "\\'" in finding.variant.output:
         return "single-quoted strings with escaped quotes: see docs/spec-limits.md#python-literals."
     if variation == "wrappers":

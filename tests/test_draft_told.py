@@ -14,7 +14,7 @@ from transformers.utils.chat_parsing import parse_response
 from engine.checks import run_checks
 from engine.cli import main
 from engine.draft import Draft, draft_response_template
-from engine.reading.library import literal_runs
+from engine.reading.text import literal_runs
 from engine.reading.told import call_example
 from engine.formats import load_format
 from engine.render import render

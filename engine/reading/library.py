@@ -22,13 +22,12 @@ from transformers.utils.chat_parsing.response_templates import ResponseTemplate,
 from ..cases import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
-from .text import MARKUP
+from .text import MARKUP, literal_runs
 from .told import Example, Told, call_example, call_open
 from .outcomes import Outcome, expected_message
 
 # Literal pieces shorter than this say nothing about a format (`{`, `">`).
 _MIN_PIECE = 3
-_REGEX_SPECIAL = set("()[]{}*+?|.^$")
 
 
 @dataclass
@@ -389,54 +388,3 @@ def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close"), distinc
                                                        (regex.search(r"[A-Za-z]{4,}", bare) and regex.search(r"[<>\[\]|=]", bare))):  # fmt: skip
                     out.append(run)
     return out
-
-
-def literal_runs(pattern: str) -> list[str]:
-    """The runs of literal characters in a regex (`<\\|tool_call\\|>` gives `<|tool_call|>`); classes,
-    group headers and a character a quantifier makes optional end a run."""
-    runs, current, i = [], "", 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            escaped, i = pattern[i + 1], i + 2
-            if escaped in "nt":
-                current += "\n" if escaped == "n" else "\t"
-            elif not escaped.isalnum():
-                current += escaped
-            else:  # \s, \d, \w, \b...: a class, not a literal
-                runs, current = runs + [current], ""
-                continue
-        elif char == "[":  # a character class: skip it
-            i = _class_end(pattern, i)
-            runs, current = runs + [current], ""
-            continue
-        elif char == "(":  # a group: skip its header ((?:, (?=, (?P<name>, (?<=...)
-            header = regex.match(r"\(\?(?:P?<[A-Za-z_]\w*>|<=|<!|[:=!>])?", pattern[i:])
-            i += len(header.group()) if header else 1
-            runs, current = runs + [current], ""
-            continue
-        elif char in _REGEX_SPECIAL:
-            if char in "*?{" and current:
-                current = current[:-1]  # the character before a quantifier may be absent
-            runs, current = runs + [current], ""
-            i += 1
-            continue
-        else:
-            current += char
-            i += 1
-        if i < len(pattern) and pattern[i] in "*?{" and current:
-            runs, current = runs + [current[:-1]], ""
-    runs.append(current)
-    return [r for r in runs if r]
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index after the `]` that closes the class opening at `start`."""
-    i = start + 1
-    if i < len(pattern) and pattern[i] == "^":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
-    while i < len(pattern) and pattern[i] != "]":
-        i += 2 if pattern[i] == "\\" else 1
-    return i + 1

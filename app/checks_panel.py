@@ -21,7 +21,9 @@ from .workbench import sync
 NOTE = (
     "Checks prove the two templates are inverses (**round trip**, message side and output side), that "
     "**streaming** in any chunking gives the one-shot result, and where the chat template renders the same "
-    "in the engines that serve models (**engines**, **lints**). They run on the templates, cases and "
+    "in the engines that serve models (**engines**, **lints**); **robustness** varies outputs the way models vary them "
+    "(adversarial values, call counts, text and whitespace around calls, the end token left out) and reports the "
+    "smallest that breaks. They run on the templates, cases and "
     "recordings you are editing, plus the last run. Notes (info) never fail; a result you mark as intended neither."
 )
 # The checks render and stream every case and output many times; a minute is far more than they need.

@@ -11,6 +11,7 @@ from typing import Any
 
 import gradio as gr
 
+from engine.checks.robustness_run import format_claims
 from engine.formats import Format, load_format, load_formats
 
 from . import case_panel as cases
@@ -135,6 +136,8 @@ def info_html(fmt: Format) -> str:
     if fmt.preset:
         badges.append(f"the {fmt.preset} preset's own response template")
     limits = "".join(f"<li>{esc(limit)}</li>" for limit in fmt.limits)
+    claims = "".join(f"<li>{esc(line)}</li>" for line in format_claims(fmt).described())
+    sources = "".join(f"<li>{esc(line)}</li>" for line in fmt.sources)
     examples = "".join(f"<li><b>{esc(e.name)}</b>: {esc(e.description)}</li>" for e in fmt.examples)
     return (
         f'<div class="format-info"><div class="draft-title">{esc(fmt.title)}</div>'
@@ -142,5 +145,9 @@ def info_html(fmt: Format) -> str:
         f'<div class="draft-notes">Models: {models}. {esc("; ".join(badges))}.</div>'
         + (f'<div class="draft-limits">What the response-template spec cannot say here:<ul class="draft-notes">{limits}</ul></div>'
            if limits else "")
+        + f'<details class="format-claims"><summary>What its models write (the robustness check holds it to this)</summary>'
+          f'<ul class="draft-notes">{claims}</ul>'
+        + (f'<div class="draft-notes">Where this comes from:</div><ul class="draft-notes format-sources">{sources}</ul>' if sources else "")
+        + '</details>'
         + f'<details class="format-examples"><summary>Examples</summary><ul class="draft-notes">{examples}</ul></details></div>'
     )

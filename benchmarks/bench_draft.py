@@ -27,7 +27,9 @@ from pathlib import Path
 
 from transformers.utils.chat_parsing import parse_response
 
+from engine.checks import robustness, run_checks
 from engine.checks.round_trip import compare_messages, normalise_message
+from engine.formats import load_format
 from engine.draft import Draft, FieldReport, draft_response_template
 from engine.presets import load_preset, preset_names
 from engine.render import render
@@ -37,6 +39,9 @@ FIELDS = ("reasoning_content", "tool_calls", "content")
 FAMILIES = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "draft"
 # As the page drafts (app/draft_panel.py): in the worker, bounded.
 TIMEOUT = 60.0
+# The robustness check's budget when the corpus measures each draft's robustness (every variation
+# tried whatever the machine's load; the checks' own budget is engine.checks.robustness.BUDGET_SECONDS).
+CORPUS_ROBUSTNESS_S = 20.0
 
 
 def cell(report: FieldReport) -> str:
@@ -155,9 +160,11 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
     """Draft every template of the corpus; print a table and return the totals."""
     data = json.loads(meta.read_text()) if meta else {"tools": {}, "templates": []}
     known = {entry["file"]: entry for entry in data["templates"]}
-    print("| template | model writes | draft matched | reasoning_content | tool_calls | content | real outputs' calls | why not | draft |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    totals = {"templates": 0, "tool templates": 0, "right": 0, "outputs": 0, "outputs parsed": 0}
+    print("| template | model writes | draft matched | reasoning_content | tool_calls | content | real outputs' calls | why not "
+          "| robustness | draft |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    totals = {"templates": 0, "tool templates": 0, "right": 0, "outputs": 0, "outputs parsed": 0,
+              "robust drafts": 0, "drafts": 0, "variations": 0, "variations passed": 0}  # fmt: skip
     for path in sorted(folder.glob("*.jinja")):
         entry = known.get(path.name, {"file": path.name, "format": None, "outputs": []})
         source = path.read_text()
@@ -176,11 +183,47 @@ def corpus(folder: Path, meta: Path | None, repeat: int) -> dict:
         why = _why(draft, parsed) if good < len(parsed) else ""
         matched = draft.format.name if draft.format else "—"
         outputs = f"{good}/{len(parsed)}" if parsed else "—"
+        robust = robustness_cell(draft, totals, source, options)
         print(f"| {path.stem} | {entry.get('format') or '(no tools)'} | {matched} | {' | '.join(cell(r) for r in reports)} | "
-              f"{outputs} | {_escape(why)} | {seconds:.2f} s |")  # type: ignore[arg-type]  # fmt: skip
+              f"{outputs} | {_escape(why)} | {robust} | {seconds:.2f} s |")  # type: ignore[arg-type]  # fmt: skip
     print(f"\nTool templates whose real outputs' calls all parse with the draft: {totals['right']} of {totals['tool templates']}; "
           f"outputs: {totals['outputs parsed']} of {totals['outputs']}.")  # fmt: skip
+    print(f"Drafts with no claimed variation broken (robustness): {totals['robust drafts']} of {totals['drafts']}; "
+          f"variations passed: {totals['variations passed']} of {totals['variations']}.")  # fmt: skip
     return totals
+
+
+def robustness_cell(draft: Draft, totals: dict, source: str = "", options: dict | None = None) -> str:
+    """The robustness check of a draft: variations passed of those tried, the claimed ones that break
+    (✗), those the chat template writes unreadably (⚠) and those only noted (a variation its format
+    does not claim, or a limit of the spec). Run again here with a budget of CORPUS_ROBUSTNESS_S, so
+    that the figure is the template's, not the machine's load (the draft's own run is bounded by
+    the checks' budget)."""
+    results = [c for c in draft.checks if c.name.startswith("robustness.")]
+    if source and draft.response_template is not None:
+        robustness.BUDGET_SECONDS, saved = CORPUS_ROBUSTNESS_S, robustness.BUDGET_SECONDS
+        try:
+            claims = (draft.format.name, dict(load_format(draft.format.name).variations)) if draft.format else None
+            report = run_checks(source, draft.response_template, families=["robustness"], claims=claims,
+                                special_tokens=(options or {}).get("special_tokens"), stop_tokens=(options or {}).get("stop_tokens"),
+                                template_kwargs=(options or {}).get("template_kwargs"))  # fmt: skip
+            results = [c for c in report.checks if c.name.startswith("robustness.")]
+        finally:
+            robustness.BUDGET_SECONDS = saved
+    if draft.response_template is None or not results:
+        return "—"
+    passed = [c for c in results if c.status == "pass"]
+    failed = [c.name.split(".", 1)[1] for c in results if c.status == "fail"]
+    warned = [c.name.split(".", 1)[1] for c in results if c.status == "warn"]
+    noted = [c.name.split(".", 1)[1] for c in results if c.status == "info" and "do not parse" in c.details]
+    totals["drafts"] += 1
+    totals["robust drafts"] += not failed
+    totals["variations"] += len(passed) + len(failed) + len(warned) + len(noted)
+    totals["variations passed"] += len(passed)
+    text = f"{len(passed)}/{len(passed) + len(failed) + len(warned) + len(noted)}"
+    text += f" ✗ {', '.join(failed)}" if failed else ""
+    text += f" ⚠ {', '.join(warned)} (the chat template writes it unreadably)" if warned else ""
+    return text + (f" (noted: {', '.join(noted)})" if noted else "")
 
 
 def _why(draft: Draft, parsed: list[str | None]) -> str:

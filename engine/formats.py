@@ -18,7 +18,7 @@ strings, tuples and read-only mappings (`to_dict` gives a caller plain data of i
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType
@@ -31,7 +31,7 @@ from .response_spec import compile_spec
 
 FORMATS_DIR = Path(__file__).resolve().parent.parent / "formats"
 LIMITS_FILE = FORMATS_DIR / "limits.json"
-_FORMAT_KEYS = {"title", "description", "models", "signature", "limits", "stream_safe", "preset"}
+_FORMAT_KEYS = {"title", "description", "models", "signature", "limits", "stream_safe", "preset", "variations", "sources"}
 _EXAMPLE_KEYS = {"name", "output", "message", "tools", "prefix", "description"}
 
 
@@ -97,6 +97,11 @@ class Format:
     signature: tuple[str, ...]  # literal texts that identify the format in a prompt/output (e.g. "<tool_call>")
     limit_ids: tuple[str, ...] = ()  # the ids of `limits` in formats/limits.json
     preset: str = ""  # the preset whose response template and recordings this format is
+    # What its models write beyond the examples (the robustness check's claims): {variation: true |
+    # false | a limit id, "optional": [texts a model may leave out]} (engine.checks.robustness).
+    variations: Mapping = field(default_factory=lambda: MappingProxyType({}))
+    # Where the claims come from: serving engines' parsers and tests, model cards, in our own words.
+    sources: tuple[str, ...] = ()
 
     def spec(self) -> dict:
         """The response template as plain data the caller owns."""
@@ -120,6 +125,8 @@ class Format:
             "portable": self.portable,
             "stream_safe": self.stream_safe,
             "limits": list(self.limits),
+            "variations": thawed(self.variations),
+            "sources": list(self.sources),
             "response_template": self.spec(),
             "examples": [example.to_dict() for example in self.examples],
         }
@@ -196,7 +203,19 @@ def load_format(name: str) -> Format:
         signature=tuple(meta.get("signature", [])),
         limit_ids=tuple(meta.get("limits", [])),
         preset=meta.get("preset", ""),
+        variations=frozen(meta.get("variations", {})),
+        sources=tuple(meta.get("sources", [])),
     )
+
+
+def claims_for_template(spec: Mapping) -> tuple[str, dict] | None:
+    """The library format whose response template `spec` is (equal as data), with what it claims its
+    models write (`variations`); None when it is none of them."""
+    wanted = json.dumps(thawed(spec), sort_keys=True)
+    for name, (template, _) in format_index().items():
+        if json.dumps(thawed(template), sort_keys=True) == wanted:
+            return name, thawed(read_json_file(FORMATS_DIR / name / "format.json").get("variations", {}))
+    return None
 
 
 @cache

@@ -38,7 +38,7 @@ def test_checks_run_on_a_preset_and_a_lint_points_at_its_line():
     statuses = {row[0] for row in rows}
     assert statuses <= {"pass", "info", "warn", "fail"} and "fail" not in statuses
     names = {row[1] for row in rows}
-    assert {"round_trip.message", "streaming"} <= names
+    assert {"round_trip.message", "streaming", "robustness.end_token"} <= names  # the robustness check is in the tab
     located = next(i for i, row in enumerate(rows) if row[3].startswith("chat_template:"))
     detail = click(sess, located)
     line = int(rows[located][3].split(":")[1])

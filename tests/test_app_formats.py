@@ -53,6 +53,17 @@ def test_a_format_with_limits_says_them_and_one_equal_to_the_editor_cannot_be_ap
     info = pick_format(**edited(sess), format_picker="pythonic")["format_info"]
     assert "not portable" in info and "What the response-template spec cannot say here" in info
     assert "An opening delimiter that is also the first character of the value" in info
+    # What its models write, as the robustness check holds it to it.
+    claims = pick_format(**edited(sess), format_picker="mistral-args")["format_info"]
+    assert "What its models write (the robustness check holds it to this)" in claims
+    assert "<li>text after the calls: written, and the spec cannot read it (json-without-delimiters)</li>" in claims
+    # … and where that comes from: the format's sources, escaped.
+    assert "Where this comes from:" in claims and "mistral-common (tools.py): content is what comes before the first [TOOL_CALLS]" in claims
+    hermes = pick_format(**edited(sess), format_picker="hermes")["format_info"]
+    assert "inside &lt;function_call&gt;…&lt;/function_call&gt;" in hermes and "<function_call>" not in hermes
+    assert "<li>text before the calls: written (demanded)</li>" in claims
+    assert "<li>string arguments holding the format&#x27;s own delimiters: not written (only noted)</li>" in claims \
+        or "<li>string arguments holding the format&#39;s own delimiters: not written (only noted)</li>" in claims
     same = pick_format(**edited(sess), format_picker="smollm3")  # the preset's own format
     assert same["format_apply"]["interactive"] is False and "No changes: the smollm3 format is your response template" in same["format_diff"]
 

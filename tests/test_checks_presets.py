@@ -49,5 +49,5 @@ def test_documented_differences_are_reported_as_such(report) -> None:
 def test_lints_find_nothing_that_fails(report) -> None:
     name, result = report
     lints = [r for r in result.checks if r.name.startswith(("chat_lint.", "response_lint."))]
-    assert len({r.name for r in lints}) == 14
+    assert len({r.name for r in lints}) == 16
     assert [str(r) for r in lints if r.status == "fail"] == []

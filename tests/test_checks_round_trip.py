@@ -53,7 +53,7 @@ def test_the_good_pair_passes_every_check() -> None:
         "chat_lint.whitespace_leak", "chat_lint.unread_field", "chat_lint.unwritten_field", "chat_lint.history_calls",
         "response_lint.regex_portability", "response_lint.reasoning_field_name", "response_lint.no_implicit_field",
         "response_lint.start_anchor", "response_lint.unused_group", "response_lint.required_field",
-        "response_lint.overlapping_literals",
+        "response_lint.overlapping_literals", "response_lint.optional_placeholder", "response_lint.untyped_values",
     }  # fmt: skip
     [weather] = results(report, "round_trip.message", "case 'weather'")
     assert "message 2: round-trips (content, reasoning_content, tool_calls)" in weather.details  # counted from 1
@@ -264,11 +264,12 @@ def test_content_the_chat_template_drops_before_a_call_is_the_chat_template_s_li
 
 def test_an_output_that_does_not_parse_says_where_in_the_output_and_which_template_line():
     workspace = own_model_workspace()
-    output = CALL + " and more</s>"
+    # Text after the list is content (the call closes where "}]" ends it and text follows); a comma cannot end it.
+    output = CALL + ", and more</s>"
     report = workspace.run_checks(runs=[(workspace.cases[0], output)], families=["round_trip"])
     [failure] = [c for c in report.checks if c.status == "fail"]
     line = next(i for i, text in enumerate(workspace.response_template.splitlines(), 1) if '"content": "json"' in text)
     assert failure.location == Location("response_template", line, failure.location.column)
-    at = output.index("and more") + 1  # 1-based: the first character after the JSON
+    at = output.index(", and more") + 1  # 1-based: the first character after the JSON
     assert f"response template line {line}) could not parse its region as JSON: Extra data at output line 1, column {at}" in failure.details
-    assert "Hint: The JSON value ends before 'and·more'" in failure.details
+    assert "Hint: The JSON value ends before ',·and·more'" in failure.details

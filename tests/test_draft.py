@@ -137,10 +137,16 @@ def test_command_style_plan_actions_and_prefilled_response() -> None:
             in " ".join(draft.report("reasoning_content").notes))
 
 
-def test_a_family_draft_passes_the_round_trip_and_streaming_checks() -> None:
+def test_a_family_draft_passes_the_round_trip_streaming_and_robustness_checks() -> None:
     draft = draft_response_template((FIXTURES / "chatml_think_tools.jinja").read_text(), FAMILIES["chatml_think_tools"])
-    assert draft.checks and all(c.status == "pass" for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
-    assert {c.name for c in draft.checks} >= {"round_trip.message", "round_trip.output", "streaming"}
+    # Notes are facts (a variation the format does not claim, such as its own delimiters in a value).
+    assert draft.checks and all(c.status in ("pass", "info") for c in draft.checks), [str(c) for c in draft.checks if c.status != "pass"]
+    assert {c.name for c in draft.checks} >= {"round_trip.message", "round_trip.output", "streaming", "robustness.values.strings",
+                                              "robustness.text.after"}  # fmt: skip
+    # Held to what its format's models write: the matched format's claims, named.
+    assert all(c.status == "pass" for c in draft.checks if c.name in ("robustness.values.strings", "robustness.text.after"))
+    [noted] = [c for c in draft.checks if c.name == "robustness.values.delimiters"]
+    assert "the library format `qwen3` does not claim" in noted.details
     # The same checks, run by hand on the drafted text, agree.
     report = run_checks((FIXTURES / "chatml_think_tools.jinja").read_text(), draft.text, special_tokens=FAMILIES["chatml_think_tools"],
                         families=("round_trip", "streaming"), random_splits=10)  # fmt: skip
@@ -157,6 +163,10 @@ WRITTEN = [
      {"content": "Let me check.", "tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
     ("granite_told", "granite", '<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}]<|end_of_text|>',
      {"tool_calls": [call("get_weather", city="Paris", days=2)]}),
+    # The instructions show a <TOOLCALL> list, the history renders no call: the library's format all the same.
+    ("toolcall_told", "nemotron", 'Checking.<TOOLCALL>[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+     '{"name": "get_weather", "arguments": {"city": "Rome", "days": 2}}]</TOOLCALL><|eot_id|>',
+     {"content": "Checking.", "tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome", days=2)]}),
     ("functools_phi", "functools", 'functools[{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_weather", "arguments": {"city": "Rome"}}]<|end|>',
      {"tool_calls": [call("get_weather", city="Paris"), call("get_weather", city="Rome")]}),
     ("deepseek_calls", "deepseek-v3", 'Checking.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```'
@@ -347,3 +357,36 @@ def test_every_family_draft_loads_in_transformers(family: str) -> None:
     from transformers.utils.chat_parsing.response_templates import load_response_template
 
     load_response_template(drafted(family).response_template)  # raises if transformers rejects it
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_every_family_draft_names_the_message_keys_and_holds_what_its_format_claims(family: str) -> None:
+    draft = draft_response_template((FIXTURES / f"{family}.jinja").read_text(), FAMILIES[family])
+    calls = draft.response_template["fields"].get("tool_calls")
+    if calls is None:
+        return
+    # The transform writes the message's keys: a function with `name` and `arguments` (never `parameters`).
+    function = calls["transform"]["function"]
+    assert function == "{content}" or set(function) == {"name", "arguments"}, function
+    assert set(calls["transform"]) <= {"type", "function", "id"}
+    # The draft ran the robustness check held to its format's claims: nothing it claims breaks.
+    robust = [c for c in draft.checks if c.name.startswith("robustness")]
+    assert robust and not [str(c) for c in robust if c.status == "fail"]
+
+
+def test_a_robust_candidate_ranks_before_one_that_breaks_what_its_format_claims() -> None:
+    from engine.draft.verify import rank_by_robustness
+    from engine.formats import load_format
+    from engine.reading.library import Candidate
+
+    hermes = load_format("hermes")
+    fragile = hermes.spec()
+    # Calls that do not repeat: of several calls only the last is kept, and hermes's models write
+    # several (its claims: calls.count).
+    del fragile["fields"]["tool_calls"]["repeats"]
+    robust = Candidate(hermes, hermes.spec(), ("tool_calls",), ("the history",), 1, examples=(1, 1), probes=(2, 2))
+    # The fragile one reads more of the history whole and more of the signature: it would rank first.
+    breaks = Candidate(hermes, fragile, ("tool_calls",), ("the history",), 3, examples=(1, 1), probes=(2, 2), whole=2)
+    assert breaks.rank() > robust.rank()
+    ranked = rank_by_robustness([breaks, robust])
+    assert ranked[0] is robust and robust.unsound == 0 and breaks.unsound >= 1

@@ -14,7 +14,7 @@ from transformers.utils.chat_parsing import parse_response
 from engine.checks import run_checks
 from engine.cli import main
 from engine.draft import Draft, draft_response_template
-from engine.reading.library import literal_runs
+from engine.reading.text import literal_runs
 from engine.reading.told import call_example
 from engine.formats import load_format
 from engine.render import render
@@ -49,7 +49,7 @@ def test_when_the_history_disagrees_with_the_instructions_the_draft_follows_the_
     assert draft.format is not None and draft.disagreement is not None
     matched = load_format(draft.format.name)
     calls = draft.response_template["fields"]["tool_calls"]
-    assert calls == matched.response_template["fields"]["tool_calls"] and calls["open"] == "<tool_call>"
+    assert calls == matched.spec()["fields"]["tool_calls"] and calls["open"][0] == "<tool_call>"
     report = draft.report("tool_calls")
     assert report.status == "verified" and "parses the instruction's example (its placeholders filled)" in report.message
     assert "0 of the 6 history probes with calls" in report.message and "a bug in the chat template" in " ".join(report.notes)

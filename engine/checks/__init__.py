@@ -31,10 +31,12 @@ from .response_lints import check_response_lints
 from .results import CheckReport, CheckResult, Location, Status
 from .round_trip import assistant_turns, check_message_round_trip
 from .round_trip_output import check_output_round_trip
+from .robustness import Claims
+from .robustness_run import check_pair_robustness
 from .streaming import check_streaming
 from .tokens import check_tokens
 
-FAMILIES = ("round_trip", "streaming", "chat_lints", "response_lints", "engines", "tokens")
+FAMILIES = ("round_trip", "streaming", "robustness", "chat_lints", "response_lints", "engines", "tokens")
 
 __all__ = [
     "FAMILIES",
@@ -71,6 +73,7 @@ def run_checks(
     timeout: float | None = None,
     regex_seconds: float | None = None,
     owner: Any = None,
+    claims: tuple[str, dict] | None = None,
 ) -> CheckReport:
     """Run every check (or the named `families`) on a pair of templates. Never raises: inputs that
     cannot be read become diagnostics, and the checks that need them fail with "not run".
@@ -89,7 +92,8 @@ def run_checks(
     name their case; `runs` are outputs a runner produced, as (case, text) pairs. `round_trip_differences`
     are the differences the author intends: a field the chat template drops on purpose (a preset's),
     reported as documented, or a result's key (`name` or `name [subject]`, e.g. "engines.minijinja-tgi"),
-    reported as intended (`info`) instead of a warning or failure."""
+    reported as intended (`info`) instead of a warning or failure. `claims` are (format name, its
+    `variations`): what the robustness check holds the pair to (the draft passes its format's)."""
     options = dict(locals())
     del options["timeout"], options["owner"], options["regex_seconds"]
     if timeout is not None:
@@ -113,6 +117,7 @@ def _run(
     random_splits: int,
     seed: int,
     families: Iterable[str],
+    claims: tuple[str, dict] | None = None,
 ) -> CheckReport:
     families = [f for f in families if f in FAMILIES]
     report = CheckReport()
@@ -137,6 +142,7 @@ def _run(
         tokenizer=tokenizer,
         random_splits=random_splits,
         seed=seed,
+        claims=claims,
     )
     _cases_and_samples(ctx, list(cases or []), recordings or [], runs or [], report)
     if chat_only:
@@ -215,6 +221,8 @@ def _with_response_template(ctx: CheckContext, families: list[str], report: Chec
             report.checks += _guarded("streaming", lambda: [check_streaming(ctx, sample)], subject=sample.subject)
         if not outputs:
             report.checks.append(CheckResult("streaming", "pass", "No output to stream: add a recording or an assistant message."))
+    if "robustness" in families:
+        report.checks += _guarded("robustness", lambda: check_pair_robustness(ctx, _claims(ctx.claims)))
     if "chat_lints" in families:
         report.checks += _guarded("chat_lint", lambda: check_chat_lints(ctx))
     if "response_lints" in families:
@@ -225,6 +233,10 @@ def _with_response_template(ctx: CheckContext, families: list[str], report: Chec
     if "tokens" in families:
         report.checks += _guarded("tokens", lambda: check_tokens(ctx, outputs))
     _name_the_built_in_cases(ctx, report)
+
+
+def _claims(claims: tuple[str, dict] | None) -> Claims | None:
+    return None if claims is None else Claims.from_json(claims[1], f"the library format `{claims[0]}`")
 
 
 def _name_the_built_in_cases(ctx: CheckContext, report: CheckReport) -> None:
@@ -258,7 +270,8 @@ def _chat_template_only(ctx: CheckContext, families: list[str], report: CheckRep
             rendered.append(case.name)
     if rendered:
         results.append(CheckResult("template.renders", "pass", f"Every case renders: {', '.join(map(repr, rendered))}."))
-    for family, name in (("round_trip", "round_trip"), ("streaming", "streaming"), ("response_lints", "response_lint")):
+    for family, name in (("round_trip", "round_trip"), ("streaming", "streaming"), ("robustness", "robustness"),
+                         ("response_lints", "response_lint")):
         if family in families:
             results.append(CheckResult(name, "info", NEEDS_RESPONSE_TEMPLATE))
     if "chat_lints" in families:

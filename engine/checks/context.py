@@ -57,6 +57,9 @@ class CheckContext:
     random_splits: int = 200
     seed: int = 0
     default_cases: bool = False
+    # What the model writes, for the robustness check (a library format's `variations`, with its
+    # name): None takes a library format's when the response template is one, else the pair's own.
+    claims: tuple[str, dict] | None = None
 
     @cached_property
     def fields(self) -> TemplateFields | None:

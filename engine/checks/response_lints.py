@@ -1,6 +1,7 @@
 """Response template lints: regexes that only work in Python, a reasoning field under another name,
 text that no region claims, a start anchor the prompt never contains, named groups no transform uses,
-and required fields the recordings never have."""
+required fields the recordings never have, a transform placeholder some matches lack and arguments
+read as text only (`robustness_lints`)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from ..transformers_compat import TRANSFORM_PLACEHOLDER
 from .context import CheckContext
 from .overlap import overlapping_literals
 from .results import CheckResult, Location
+from .robustness_lints import optional_placeholders, untyped_values
 
 # Names people give the reasoning field; the ecosystem (OpenAI-compatible servers, chat templates)
 # expects `reasoning_content`.
@@ -33,6 +35,8 @@ def check_response_lints(ctx: CheckContext) -> list[CheckResult]:
         ("response_lint.unused_group", unused_groups, "Every named group is used by a transform."),
         ("response_lint.required_field", required_fields, "Every required field appears in the recordings."),
         ("response_lint.overlapping_literals", overlapping, "No field's literals end inside one another."),
+        ("response_lint.optional_placeholder", optional_placeholders, "Every transform placeholder is in every match."),
+        ("response_lint.untyped_values", untyped_values, "No field reads tool-call arguments as text only."),
     ):
         found = lint(ctx)
         for result in found:

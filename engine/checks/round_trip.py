@@ -48,12 +48,14 @@ def assistant_turns(ctx: CheckContext) -> tuple[list[Turn], list[CheckResult]]:
     for case in ctx.cases:
         for index, message in enumerate(case.messages):
             if isinstance(message, dict) and message.get("role") == "assistant":
-                turn = _turn(ctx, case, index)
+                turn = render_turn(ctx, case, index)
                 (turns if isinstance(turn, Turn) else problems).append(turn)  # type: ignore[arg-type]
     return turns, problems
 
 
-def _turn(ctx: CheckContext, case: Case, index: int) -> Turn | CheckResult:
+def render_turn(ctx: CheckContext, case: Case, index: int) -> Turn | CheckResult:
+    """The assistant turn at `index` of `case` as the chat template writes it (after its prompt, up to the
+    stop token), or a failure saying why it cannot be found."""
     subject = f"case {case.name!r}"
     full = ctx.render(case, case.messages[: index + 1], add_generation_prompt=False, continue_final_message=False)
     if not full.ok:

@@ -5,7 +5,10 @@ NAME, that format's response template (ready for `tokenizer_config.json`'s `resp
 its description and limits on stderr. `--json` prints a list of objects with "name", "title",
 "description", "models", "preset", "signature", "portable", "stream_safe", "limits",
 "response_template" (the template as a JSON object) and "examples". `--check` parses every example
-in one piece and streamed in many chunkings, and fails (exit 1) if any differs from its message.
+in one piece and streamed in many chunkings, runs the robustness check against what the format
+claims its models write (`variations`), and fails (exit 1) if an example differs from its message or
+a claimed variation breaks; per format it prints the examples, the robustness variations passed and
+the spec limits it meets.
 Exit codes: 0 success, 1 a check failed, 2 bad usage (an unknown format)."""
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 import sys
 
 from ..checks.examples import check_examples
+from ..checks.robustness_run import check_library_format
 from ..formats import Format, load_format, load_formats
 from . import UsageError, print_json
 
@@ -80,10 +84,18 @@ def _check(formats: list[Format], random_splits: int) -> int:
     failed = 0
     for fmt in formats:
         results = check_examples(fmt.response_template_text, fmt.examples, random_splits=random_splits)
+        robust = [r for r in check_library_format(fmt, budget=10.0) if "." in r.name]
         bad = [r for r in results if r.status == "fail"]
-        print(f"{fmt.name}: {len(fmt.examples)} examples, {len(results) - len(bad)} of {len(results)} checks passed",
-              file=sys.stderr)
+        unsound = [r for r in robust if r.status == "fail"]
+        passed = [r.name.split(".", 1)[1] for r in robust if r.status == "pass"]
+        noted = [r.name.split(".", 1)[1] for r in robust if r.status == "info"]
+        print(f"{fmt.name}: {len(fmt.examples)} examples, {len(results) - len(bad)} of {len(results)} checks passed; "
+              f"robustness: {len(passed)} of {len(robust)} variations passed"
+              + (f" (noted, not claimed or a limit: {', '.join(noted)})" if noted else "")
+              + f"; limits: {', '.join(fmt.limit_ids) or 'none'}", file=sys.stderr)  # fmt: skip
         for result in bad:
             print(f"  {result.subject}: {result.details}", file=sys.stderr)
-        failed += bool(bad)
+        for result in unsound:
+            print(f"  {result.name}: {result.details}", file=sys.stderr)
+        failed += bool(bad or unsound)
     return 1 if failed else 0

@@ -24,6 +24,7 @@ from ..checks import CheckResult
 from ..checks.template_fields import analyse_fields
 from ..diagnostics import Diagnostic
 from ..error_place import undefined_name
+from ..formats import load_format
 from ..render import special_token_advice
 from ..sandbox import bounded_or_why
 from ..reading.build import build
@@ -33,7 +34,7 @@ from ..reading.match import Choice, Disagreement, Match, choose, history_limits
 from ..reading.outcomes import Outcome, outcomes_of
 from ..reading.probes import FIELDS, Failure, Turn, render_turns
 from ..reading.told import what_is_told
-from .verify import probe_cases, run_probe_checks
+from .verify import probe_cases, rank_by_robustness, run_probe_checks
 
 __all__ = ["Draft", "FieldReport", "draft_response_template"]
 
@@ -201,7 +202,7 @@ def _library_choice(built: Any, turns: list[Turn], failures: list[Failure], outc
     instructions, generation prompts) and whether the history's own calls parse back (`outcomes`)."""
     told = what_is_told(turns, failures)
     history_calls = "tool_calls" in (built.spec or {}).get("fields", {}) and not any("tool_calls" in o.failed for o in outcomes)
-    return choose(candidates(built.spec, built.implicit, turns, told, outcomes), history_calls, turns)
+    return choose(rank_by_robustness(candidates(built.spec, built.implicit, turns, told, outcomes)), history_calls, turns)
 
 
 def _take(built: Any, candidate: Candidate, checked: list[Turn]) -> list[Outcome]:
@@ -239,11 +240,24 @@ def _check_on_probes(draft: Draft, chat_template: str | dict, spec: dict, round_
     """The round-trip and streaming checks of the draft on the probe conversations, a field not
     verified taken as intended; the draft stands without them when they cannot run (saying why)."""
     unverified = {f.field: f.message for f in draft.fields if f.status != "verified"}
+    claims = (draft.format.name, dict(load_format(draft.format.name).variations)) if draft.format else None
     try:
         draft.checks = run_probe_checks(chat_template, spec, probe_cases(round_trips, set(spec["fields"])), special_tokens,
-                                        stops, {**unverified, **(documented or {})})  # fmt: skip
+                                        stops, {**unverified, **(documented or {})}, claims)  # fmt: skip
     except Exception as e:  # noqa: BLE001 - the draft stands without its checks; say why
         draft.diagnostics.append(Diagnostic("warning", f"The checks could not run on the draft: {e}", "response_template"))
+    _note_robustness(draft)
+
+
+def _note_robustness(draft: Draft) -> None:
+    """What breaks of what the model writes (the robustness check's failures), on the field it breaks."""
+    for result in draft.checks:
+        if result.name.startswith("robustness.") and result.status == "fail":
+            words = result.details.split(":", 1)[0]
+            place = result.details.split("The smallest output that breaks", 1)[-1].split("\n", 2)
+            report = draft.report("tool_calls") or draft.report("content")
+            if report is not None:
+                report.notes.append(f"robustness: {words} break ({result.name}); the smallest: {place[1].strip() if len(place) > 1 else ''}")
 
 
 def _field_report(name: str, built: Any, turns: list[Turn], failures: list[Failure], outcomes: list[Outcome],

@@ -11,6 +11,7 @@ and only one that parses them is offered."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -21,13 +22,12 @@ from transformers.utils.chat_parsing.response_templates import ResponseTemplate,
 from ..cases import normalise_message
 from ..formats import Format, FormatExample, load_format, load_formats
 from .probes import CALL_NAMES, FIELDS, Turn
-from .text import MARKUP
+from .text import MARKUP, literal_runs
 from .told import Example, Told, call_example, call_open
 from .outcomes import Outcome, expected_message
 
 # Literal pieces shorter than this say nothing about a format (`{`, `">`).
 _MIN_PIECE = 3
-_REGEX_SPECIAL = set("()[]{}*+?|.^$")
 
 
 @dataclass
@@ -48,6 +48,9 @@ class Candidate:
     failures: list[str] = field(default_factory=list)
     named: int = 0  # history probes whose calls come back with the right names (the call's shape is read)
     whole: int = 0  # history probes with calls that parse back whole, every field (none excused)
+    # Variations the format claims its models write that break with this graft (the robustness
+    # check, run by the draft above the checks; negated, so fewer breaks rank higher).
+    unsound: int = 0
 
     @property
     def told(self) -> bool:
@@ -57,9 +60,14 @@ class Candidate:
     @property
     def verifies(self) -> bool:
         """Every format example that applies here parses to its message (at least one applies), and the
-        instruction's example, when there is one, parses (or only names the delimiter in words)."""
+        instruction's example, when there is one, parses (or only names the delimiter in words); or,
+        when none of its examples applies here, the instruction's example parses."""
         parsed, applying = self.examples
-        return applying > 0 and parsed == applying and (self.example is None or self.example.parses or self.example.prose)
+        if applying == 0:
+            # None of its examples applies here (each writes a field this template has not, Nemotron's
+            # <think>): the instructions' own example, read whole, is the evidence.
+            return self.example is not None and self.example.parses and not self.example.prose
+        return parsed == applying and (self.example is None or self.example.parses or self.example.prose)
 
     @property
     def history_agrees(self) -> bool:
@@ -68,10 +76,17 @@ class Candidate:
 
     def rank(self) -> tuple:
         """Best first: verified; the instructions' example read (the more of it, the better: `functools`
-        before a JSON list is the format's); the history read (the more of its turns whole, every field,
-        the better); then its examples and signature."""
+        before a JSON list is the format's); the history read; the fewer claimed variations that break
+        (robustness); the more of the history's turns whole, every field; then its examples and signature."""
         told = len(self.example.text) if self.example is not None and self.example.parses else 0
-        return (self.verifies, told, self.history_agrees, self.whole, self.probes[0], self.examples[0], self.signature)
+        return (self.verifies, told, self.history_agrees, -self.unsound, self.whole, self.probes[0], self.examples[0],
+                self.signature)  # fmt: skip
+
+    def examples_here(self) -> list[FormatExample]:
+        """The format's examples that apply to this graft, each with a prompt that ends where this
+        template's turn starts (what the robustness check varies)."""
+        anchor = _anchor(self.spec)
+        return [replace(example, prefix=anchor + prefill) for example, prefill in applicable(self.format, set(self.spec["fields"]))]
 
 
 def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told: Told,
@@ -91,7 +106,11 @@ def candidates(spec: dict | None, implicit: str | None, turns: list[Turn], told:
         # In what the model is told, only a format's markup or marked words say which format it is
         # (`"name":` and `parameters` are in every tool's JSON schema); in the history's calls, any
         # of its texts does.
-        pieces = _pieces(calls)
+        # Not the texts other fields close on (the turn's end: `<|eot_id|>` is in every Llama history), nor
+        # the brackets of a lookaround close (`}\n]`): they say nothing about which format it is.
+        ends = {c for name, f in fmt.response_template.get("fields", {}).items() if name != "tool_calls"
+                for c in ([f["close"]] if isinstance(f.get("close"), str) else f.get("close") or ())}  # fmt: skip
+        pieces = [p for p in _pieces(calls) if p not in ends and regex.search(r"[^\s{}\[\]]", p)]
         marks = _pieces(calls, ("open",), distinct=True)  # a close is often just the end of the turn
         # A format whose open is a pattern with no literal text of its own (a Python call list's
         # `(?=\[name\()`) is seen where that pattern matches; in the instructions, only where it
@@ -142,7 +161,7 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
     fields = copy.deepcopy(spec["fields"])
     ends = _ends(theirs)
     closes = calls.get("close")
-    if ends and closes and set(closes if isinstance(closes, list) else [closes]) <= set(ends) and implicit in fields:
+    if ends and closes and set(closes if isinstance(closes, (list, tuple)) else [closes]) <= set(ends) and implicit in fields:
         # The calls run to the end of the turn (`functools[...]<|eot_id|>`): this template's end, not the format's model's.
         ours = fields[implicit].get("close")
         calls = {**calls, "close": ours} if ours else {k: v for k, v in calls.items() if k != "close"}
@@ -174,16 +193,29 @@ def graft(spec: dict, implicit: str | None, fmt: Format, told: Told, own_reasoni
         close = fields[implicit].get("close")
         ours = [close] if isinstance(close, str) else list(close or [])
         extra = [e for e in ends if e not in ours]
+        # The other spellings the format's models write of a text this template drops (DeepSeek R1's
+        # <｜tool▁calls｜> for <｜tool▁calls▁begin｜>) are dropped too: its claims say they are written.
+        spelled = [e for e in extra if e in _respelled(fmt)]
         if drops and extra and "close_pattern" not in fields[implicit]:
             fields[implicit]["close"] = ours + extra
         elif drops:
             return None
+        elif spelled and "close_pattern" not in fields[implicit]:
+            fields[implicit]["close"] = ours + spelled
     if "reasoning_content" in taken and "start_anchor" in out:
         out["start_anchor"] = _before(out["start_anchor"], _pieces(reasoning, ("open",)))
     if "start_anchor" in out:
         out["start_anchor"] = _resumes(out["start_anchor"], fmt, told)
     out["fields"] = {name: fields[name] for name in FIELDS if name in fields}
     return out, tuple(taken)
+
+
+def _respelled(fmt: Format) -> set[str]:
+    """The texts a format claims its models write in place of others (`variations.wrappers` entries
+    {"as": [[text, written as], …]})."""
+    wrappers = (fmt.variations or {}).get("wrappers") or ()
+    wrappers = wrappers.get("pairs") or () if isinstance(wrappers, Mapping) else wrappers
+    return {str(pair[1]) for w in wrappers if isinstance(w, Mapping) for pair in w.get("as") or () if pair[1]}
 
 
 def _resumes(anchor: str | list[str], fmt: Format, told: Told) -> str | list[str]:
@@ -208,7 +240,8 @@ def _unprefill(out: dict, fields: dict, taken: list[str], told: Told) -> str | N
     for name, field_spec in fields.items():
         opened = field_spec.get("open")
         # Every prompt, not only those that prefill it: Command R7B's opens <|START_RESPONSE|> only without tools.
-        if name in taken or not isinstance(opened, str) or not all(p.endswith(opened) for p in told.prompts):
+        # (Whitespace after it too: Llama 3's header ends with "<|end_header_id|>\n\n".)
+        if name in taken or not isinstance(opened, str) or not all(p.rstrip().endswith(opened.rstrip()) for p in told.prompts):
             continue
         longer = [p[p.rfind(a) :] for a in ([anchors] if isinstance(anchors, str) else anchors)
                   for p in told.prompts if a and a in p]  # fmt: skip
@@ -277,7 +310,11 @@ def applicable(fmt: Format, fields: set[str]) -> list[tuple[FormatExample, str]]
     """The format's examples a draft with `fields` can be judged on (those that need no field it
     lacks), each without the end-of-turn text it ends with (the draft has its own), with what the
     format's prompt prefills after its start anchor (MiniMax's "<think>\n")."""
-    return [(e, prefill) for e, prefill in _standalone(fmt.name) if set(e.message) - {"role"} <= fields]
+    # A prefill that writes a field the draft lacks (Nemotron's empty <think></think> with thinking off,
+    # for a template whose prompt has no reasoning) would land in another field: not judged here.
+    lacking = [p for name, spec in fmt.response_template.get("fields", {}).items() if name not in fields for p in _pieces(spec)]
+    return [(e, prefill) for e, prefill in _standalone(fmt.name)
+            if set(e.message) - {"role"} <= fields and not any(p in prefill for p in lacking)]  # fmt: skip
 
 
 @cache
@@ -339,7 +376,7 @@ def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close"), distinc
     out: list[str] = []
     for key in keys:
         value = field_spec.get(key)
-        for text in value if isinstance(value, list) else [value]:
+        for text in value if isinstance(value, (list, tuple)) else [value]:  # tuples: a library format's frozen lists
             if isinstance(text, str) and len(text.strip()) >= _MIN_PIECE:
                 if not distinct or MARKUP.search(text) or regex.search(r"[A-Za-z]{4,}", text):
                     out.append(text)
@@ -351,54 +388,3 @@ def _pieces(field_spec: dict, keys: tuple[str, ...] = ("open", "close"), distinc
                                                        (regex.search(r"[A-Za-z]{4,}", bare) and regex.search(r"[<>\[\]|=]", bare))):  # fmt: skip
                     out.append(run)
     return out
-
-
-def literal_runs(pattern: str) -> list[str]:
-    """The runs of literal characters in a regex (`<\\|tool_call\\|>` gives `<|tool_call|>`); classes,
-    group headers and a character a quantifier makes optional end a run."""
-    runs, current, i = [], "", 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            escaped, i = pattern[i + 1], i + 2
-            if escaped in "nt":
-                current += "\n" if escaped == "n" else "\t"
-            elif not escaped.isalnum():
-                current += escaped
-            else:  # \s, \d, \w, \b...: a class, not a literal
-                runs, current = runs + [current], ""
-                continue
-        elif char == "[":  # a character class: skip it
-            i = _class_end(pattern, i)
-            runs, current = runs + [current], ""
-            continue
-        elif char == "(":  # a group: skip its header ((?:, (?=, (?P<name>, (?<=...)
-            header = regex.match(r"\(\?(?:P?<[A-Za-z_]\w*>|<=|<!|[:=!>])?", pattern[i:])
-            i += len(header.group()) if header else 1
-            runs, current = runs + [current], ""
-            continue
-        elif char in _REGEX_SPECIAL:
-            if char in "*?{" and current:
-                current = current[:-1]  # the character before a quantifier may be absent
-            runs, current = runs + [current], ""
-            i += 1
-            continue
-        else:
-            current += char
-            i += 1
-        if i < len(pattern) and pattern[i] in "*?{" and current:
-            runs, current = runs + [current[:-1]], ""
-    runs.append(current)
-    return [r for r in runs if r]
-
-
-def _class_end(pattern: str, start: int) -> int:
-    """The index after the `]` that closes the class opening at `start`."""
-    i = start + 1
-    if i < len(pattern) and pattern[i] == "^":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
-    while i < len(pattern) and pattern[i] != "]":
-        i += 2 if pattern[i] == "\\" else 1
-    return i + 1

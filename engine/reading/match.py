@@ -118,11 +118,15 @@ def how(candidate: Candidate) -> list[str]:
     parsed: list[str] = []
     if candidate.example is not None and candidate.example.parses:
         parsed.append("the instruction's example" + (" (its placeholders filled)" if candidate.example.pattern else ""))
-    parsed.append(f"{candidate.examples[0]} of the format's {candidate.examples[1]} examples that apply here")
+    if candidate.examples[1]:
+        parsed.append(f"{candidate.examples[0]} of the format's {candidate.examples[1]} examples that apply here")
     if candidate.probes[1]:
         parsed.append(f"{candidate.probes[0]} of the {candidate.probes[1]} history probes with calls")
     listed = ", ".join(parsed[:-1]) + " and " + parsed[-1] if len(parsed) > 1 else parsed[0]
-    return [f"its texts appear in {' and '.join(candidate.seen)}", f"it parses {listed}"]
+    out = [f"its texts appear in {' and '.join(candidate.seen)}", f"it parses {listed}"]
+    if not candidate.examples[1]:
+        out.append("none of the format's examples applies here (each writes a field this template does not)")
+    return out
 
 
 def _example_why(candidate: Candidate) -> str:

@@ -1,5 +1,5 @@
-"""Text helpers for reading delimiters: markup tokens, regex escaping, and the common start or end
-of several texts cut where a delimiter may begin or end."""
+"""Text helpers for reading delimiters: markup tokens, regex escaping, the literal runs of a regex,
+and the common start or end of several texts cut where a delimiter may begin or end."""
 
 from __future__ import annotations
 
@@ -62,3 +62,57 @@ def boundary_prefix(texts: list[str]) -> str:
         ends.add(len(common))
     ends.discard(0)
     return common[: max(ends)] if ends else ""
+
+
+_REGEX_SPECIAL = set("()[]{}*+?|.^$")
+
+
+def literal_runs(pattern: str) -> list[str]:
+    """The runs of literal characters in a regex (`<\\|tool_call\\|>` gives `<|tool_call|>`); classes,
+    group headers and a character a quantifier makes optional end a run."""
+    runs, current, i = [], "", 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\" and i + 1 < len(pattern):
+            escaped, i = pattern[i + 1], i + 2
+            if escaped in "nt":
+                current += "\n" if escaped == "n" else "\t"
+            elif not escaped.isalnum():
+                current += escaped
+            else:  # \s, \d, \w, \b...: a class, not a literal
+                runs, current = runs + [current], ""
+                continue
+        elif char == "[":  # a character class: skip it
+            i = _class_end(pattern, i)
+            runs, current = runs + [current], ""
+            continue
+        elif char == "(":  # a group: skip its header ((?:, (?=, (?P<name>, (?<=...)
+            header = regex.match(r"\(\?(?:P?<[A-Za-z_]\w*>|<=|<!|[:=!>])?", pattern[i:])
+            i += len(header.group()) if header else 1
+            runs, current = runs + [current], ""
+            continue
+        elif char in _REGEX_SPECIAL:
+            if char in "*?{" and current:
+                current = current[:-1]  # the character before a quantifier may be absent
+            runs, current = runs + [current], ""
+            i += 1
+            continue
+        else:
+            current += char
+            i += 1
+        if i < len(pattern) and pattern[i] in "*?{" and current:
+            runs, current = runs + [current[:-1]], ""
+    runs.append(current)
+    return [r for r in runs if r]
+
+
+def _class_end(pattern: str, start: int) -> int:
+    """The index after the `]` that closes the class opening at `start`."""
+    i = start + 1
+    if i < len(pattern) and pattern[i] == "^":
+        i += 1
+    if i < len(pattern) and pattern[i] == "]":
+        i += 1
+    while i < len(pattern) and pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1

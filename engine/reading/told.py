@@ -202,5 +202,5 @@ def _pattern(field: dict, key: str) -> regex.Pattern | None:
     value = field.get(key)
     if not value:
         return None
-    texts = value if isinstance(value, list) else [value]
+    texts = list(value) if isinstance(value, (list, tuple)) else [value]  # a library format's lists are frozen tuples
     return regex.compile("|".join(escape(t) for t in texts if t)) if any(texts) else None

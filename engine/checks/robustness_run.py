@@ -122,7 +122,7 @@ def check_pair_robustness(ctx: CheckContext, claims: Claims | None = None, budge
     """Variants of what the chat template writes, parsed with the response template. Claims: the
     library format whose response template this is, else what the chat template itself writes.
     `budget`: seconds (default `robustness.BUDGET_SECONDS`, read when called)."""
-    deadline = time.perf_counter() + (budget if budget is not None else robustness.BUDGET_SECONDS)
+    deadline = time.process_time() + (budget if budget is not None else robustness.BUDGET_SECONDS)
     claims = claims or pair_claims(ctx.spec)
     turns = RenderedTurns(lambda case, index: render_turn(ctx, case, index))
     fields = ctx.fields
@@ -286,7 +286,7 @@ def check_format_robustness(response_template: str | Mapping, examples: Iterable
     loaded = load_response_spec(text)
     if not loaded.ok:
         return [CheckResult(NAME, "fail", f"Not run: the response template does not load: {loaded.diagnostics[0].message}")]
-    deadline = time.perf_counter() + (budget if budget is not None else robustness.BUDGET_SECONDS)
+    deadline = time.process_time() + (budget if budget is not None else robustness.BUDGET_SECONDS)
     ctx = CheckContext(chat_template="", response_text=text, spec=loaded.spec or {}, template=loaded.template,  # type: ignore[arg-type]
                        cases=[], samples=[])  # fmt: skip
     examples = list(examples)

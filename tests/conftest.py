@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BROWSER_TESTS = ROOT / "tests" / "browser"
 # Modules whose every test is slow (each marks itself: `pytestmark = pytest.mark.slow`); slow tests
 # elsewhere carry `@pytest.mark.slow` one by one.
-SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py")
+SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests

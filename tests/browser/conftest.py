@@ -81,7 +81,8 @@ TABS: list[SharedTab] = []  # the shared tabs of this session, for the summary b
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """How the shared tabs went: tests that started on a tidied page, and on a freshly loaded one."""
     for tab in TABS:
-        terminalreporter.write_line(f"shared tab on {tab.url}: {tab.kept} tests on the tidied tab, {tab.loads} page loads")
+        terminalreporter.write_line(f"shared tab on {tab.url}: {tab.kept} tests on the tidied tab, {tab.loads} page loads, "
+                                    f"{tab.seconds:.0f} s in resets")
 
 
 def open_app(page: Page, url: str) -> None:

@@ -16,9 +16,11 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+import time
 from urllib.parse import urlsplit
 
 from playwright.sync_api import Browser, Page
+from playwright.sync_api import Error as PlaywrightError
 
 from app.sources import preset_choices
 from app.state import DEFAULT_PRESET
@@ -141,7 +143,9 @@ class SharedTab:
         self.page = self.context.new_page()
         self.page.set_default_timeout(20_000)
         self.known: str | None = None
-        self.loads = self.kept = 0  # tests that started on a freshly loaded page, on a tidied one
+        self.mounted = False  # every tab and accordion drawn once (see `_tidy`)
+        self.kept = self.loads = 0  # tests that started on the tidied tab; page loads
+        self.seconds = 0.0  # spent in `reset`
         # Requests in flight (the heartbeat stays open for the page's life): a reset waits for none.
         self.pending: set = set()
         self.page.on("request", lambda r: self.pending.add(r) if "/heartbeat/" not in r.url else None)
@@ -150,15 +154,25 @@ class SharedTab:
 
     def reset(self) -> Page:
         """The tab in the known state: tidied if that brings it there, else loaded afresh."""
+        started = time.monotonic()
+        try:
+            return self._reset()
+        finally:
+            self.seconds += time.monotonic() - started
+
+    def _reset(self) -> Page:
         if self.known is None:
             self._load()
             self.known = self._tidy()
             return self.page
-        state = self._tidy()
+        try:
+            state = self._tidy()
+        except PlaywrightError as e:  # a page the test left unable to answer (its requests held back…)
+            state = f"not tidied: {e}"
         if state == self.known:
             self.kept += 1
             return self.page
-        if os.environ.get("SHARED_TAB_DEBUG"):
+        if os.environ.get("SHARED_TAB_DEBUG"):  # what differed (then it is loaded afresh)
             print(_diff(self.known, state, "tidied"), file=sys.stderr)
         self._load()
         state = self._tidy()
@@ -171,54 +185,59 @@ class SharedTab:
         self.context.close()
 
     def _load(self) -> None:
-        """Load the page afresh in this tab, with nothing saved in the browser (a reload in an open tab
+        """Load the page afresh in this tab, with nothing saved in the browser (a load in an open tab
         reuses its renderer: about half the cost of a new one)."""
+        self.page.goto("about:blank")  # the page gone first: nothing of it saves anything after this
         cdp = self.context.new_cdp_session(self.page)
         try:
-            cdp.send("Storage.clearDataForOrigin", {"origin": self.origin, "storageTypes": "local_storage"})
+            cdp.send("Storage.clearDataForOrigin", {"origin": self.origin, "storageTypes": "local_storage,cookies"})
         finally:
             cdp.detach()
         self.page.set_viewport_size(VIEWPORT)
         self.page.goto(self.url)
         self.page.wait_for_selector("#prompt-view .prompt-text", timeout=60_000)
         self.loads += 1
-        # Gradio draws a tab or an accordion the first time it is shown, and keeps it: everything
-        # is drawn once here, so a test that only looks at one leaves the page as it found it.
-        self.page.evaluate(MOUNT_JS)
-        self._settle()
+        self.mounted = False
 
     def _tidy(self) -> str:
         """Undo what the page itself can undo, pick the default preset through its picker (the
         workspace, the run, the draft, the settings as a new visitor has them), forget what the browser
         saved, and return the page's state once every answer is drawn."""
         page = self.page
+        page.unroute_all(behavior="ignoreErrors")  # (requests a test held back)
         page.set_viewport_size(VIEWPORT)
+        if not self.mounted:
+            # Gradio draws a tab or an accordion the first time it is shown, and keeps it: everything
+            # is drawn once in the known state, so a test that only looks at one leaves it as it was.
+            page.evaluate(MOUNT_JS)
+            self.mounted = True
         page.mouse.move(0, 0)
         page.evaluate(TIDY_JS)
-        self._settle()
         for toggle in ("#show-whitespace input", "#show-tokens input", "#pv-by-message"):
             box = page.locator(toggle)
             if box.count() and box.is_checked():
                 box.uncheck()
-        self._settle()
+        self._settle()  # a run stopped, the toggles answered
         with page.expect_response(lambda r: r.request.method == "POST" and "/gradio_api/" in r.url):
             page.click("#preset-picker input")
             page.click(f'#preset-picker [role="option"][aria-label="{DEFAULT_PRESET_LABEL}"]')
         self._settle()
-        page.evaluate(TIDY_JS)  # the picker's list had the focus
-        page.evaluate("localStorage.clear()")
-        self._settle()
+        page.evaluate(TIDY_JS)  # (the picker's list had the focus)
+        page.evaluate("localStorage.clear(); sessionStorage.clear()")
+        page.evaluate(QUIET_JS, 100)
         return page.evaluate(STATE_JS, SAVED_WORKSPACE)
 
     def _settle(self) -> None:
         """Wait until no request is in flight and the page has not changed for a moment."""
         for _ in range(3):
             self.page.wait_for_function("() => true")  # a round trip: events queued by the page are sent
-            deadline = 200
-            while self.pending and deadline:
+            for _ in range(400):  # (20 s at most)
+                if not self.pending:
+                    break
                 self.page.wait_for_timeout(50)
-                deadline -= 1
-            self.page.evaluate(QUIET_JS, 250)
+            if self.pending and os.environ.get("SHARED_TAB_DEBUG"):
+                print("still pending:", [r.url for r in self.pending], file=sys.stderr)
+            self.page.evaluate(QUIET_JS, 200)
             if not self.pending:
                 return
 

@@ -17,9 +17,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 BROWSER_TESTS = ROOT / "tests" / "browser"
-# Modules whose every test is slow (each marks itself: `pytestmark = pytest.mark.slow`); slow tests
-# elsewhere carry `@pytest.mark.slow` one by one.
-SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py")
+# Modules whose every test is slow (each marks itself: `pytestmark = pytest.mark.slow`), by path under
+# tests/; slow tests elsewhere carry `@pytest.mark.slow` one by one.
+SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
@@ -28,7 +28,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     leaves it out by: every test under tests/browser is `browser`, every test of SLOW_MODULES `slow`."""
     unmarked = [f"{item.nodeid}: needs @pytest.mark.{marker}" for item in items for marker, needed in (
         ("browser", Path(item.path).is_relative_to(BROWSER_TESTS)),
-        ("slow", Path(item.path).name in SLOW_MODULES),
+        ("slow", Path(item.path).relative_to(ROOT / "tests").as_posix() in SLOW_MODULES),
     ) if needed and item.get_closest_marker(marker) is None]  # fmt: skip
     if unmarked:
         raise pytest.UsageError("Tests without their marker (see pytest.ini):\n" + "\n".join(unmarked))

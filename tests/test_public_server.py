@@ -4,9 +4,9 @@ session floods it with hostile edits; then each of issue 25's attacks runs for a
 after another (tests/attacks.py: compile bombs, memory, big tokenizers, 45 sessions of one client,
 hostile checks, disk), with visitors editing and a newcomer arriving during each. During each, every
 edit is answered with the visitor's own prompt and the newcomer is served: the server is neither
-frozen nor mixed up. After the last, once the attackers' sessions are idle past the limit, the memory
-of the server and its workers is back within 300 MB of where it was before the first and the disk is
-as it was: what every attack left behind, together. The server runs with
+frozen nor mixed up. After the last (watched until the attackers' sessions are idle past the limit,
+and 30 s more), the memory of the server and its workers comes back within 300 MB of where it was
+before the first and the disk to where it was: what every attack left behind, together. The server runs with
 `PLAYGROUND_STRICT_ROUTING=1`: a visitor's template compiled in the server is refused and logged.
 
 Speed targets are not asserted here (the machine is shared): a page or an edit only fails the test
@@ -76,10 +76,12 @@ def calm(server) -> Phase:
 
 @pytest.fixture(scope="module")
 def attacked(server, calm: Phase) -> dict[str, Phase]:
-    """Every attack in turn, then quiet until the attackers' sessions are idle past the limit."""
+    """Every attack in turn, then quiet until memory and disk are back: at most until the attackers'
+    sessions are idle past the limit, and 30 s more (watched from the end of the last attack, not
+    after a fixed wait: in the run measured, both were back at once)."""
     url, pid, folders, _, attackers = server
-    phases = run_phases(url, pid, folders, attackers, seconds=3, visitors=3, settle=IDLE_MINUTES * 60 * 1.25,
-                        settled_within=30)
+    phases = run_phases(url, pid, folders, attackers, seconds=3, visitors=3, settle=0,
+                        settled_within=IDLE_MINUTES * 60 * 1.25 + 30)
     return {phase.name: phase for phase in phases}
 
 

@@ -31,6 +31,10 @@ from engine.workspace import RunSettings, Workspace
 from tests.conftest import engine_process
 from tests.real_model import QUESTION, RealModel
 
+# The real model loaded, run and converted, and engine commands as real processes: seconds to half a minute each
+# (pytest.ini: the fast loop leaves them out).
+pytestmark = pytest.mark.slow
+
 BLANK = load_preset("blank")
 NEW_TOKENS = 40
 

@@ -29,6 +29,10 @@ from engine.workspace import Workspace
 from tests.real_model import RealModel
 from tests.servers import free_port, serving
 
+# The real model run by the playground and by `transformers serve`, a real server (pytest.ini: the fast loop
+# leaves them out).
+pytestmark = pytest.mark.slow
+
 CHAT_TEMPLATE = """\
 {%- for message in messages -%}
 {{- '<|im_start|>' + message.role + '\\n' -}}

@@ -1,6 +1,16 @@
 """Browser end-to-end fixtures: the app served by `python app.py` on a free 127.0.0.1 port, and
 Debian's Chromium driven by Playwright (never `playwright install`). Screenshots of the main states
-go to artifacts/screenshots/ (gitignored)."""
+go to artifacts/screenshots/ (gitignored).
+
+Two pages a test can ask for:
+- `shared_page`: the tab most tests use, kept open from test to test and brought back to a known state
+  before each (tests/browser/shared_tab.py: the page as a new visitor gets it, the default preset then
+  picked through its picker, nothing saved in the browser, 1500×1000). A test that leaves something
+  the page cannot undo (checks that ran, a tokenizer, a share link) makes the next one start on a
+  freshly loaded page; nothing is lost but time.
+- `page`: a fresh browser context (its own localStorage), loaded: for what only a new visitor sees (the
+  first visit, a share link opened, a reload that restores the saved copy, another viewport or theme
+  from the first paint). It costs a page load in a new renderer (3-4 core-seconds)."""
 
 from __future__ import annotations
 
@@ -11,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
+from tests.browser.shared_tab import SharedTab
 from tests.servers import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +59,30 @@ def page(browser: Browser, app_url: str) -> Iterator[Page]:
     open_app(opened, app_url)
     yield opened
     context.close()
+
+
+@pytest.fixture(scope="session")
+def shared_tab(browser: Browser, app_url: str) -> Iterator[SharedTab]:
+    tab = SharedTab(browser, app_url)
+    yield tab
+    TABS.append(tab)
+    tab.close()
+
+
+@pytest.fixture
+def shared_page(shared_tab: SharedTab) -> Page:
+    """The shared tab on the app, in the known state (see the module's docstring)."""
+    return shared_tab.reset()
+
+
+TABS: list[SharedTab] = []  # the shared tabs of this session, for the summary below
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """How the shared tabs went: tests that started on a tidied page, and on a freshly loaded one."""
+    for tab in TABS:
+        terminalreporter.write_line(f"shared tab on {tab.url}: {tab.kept} tests on the tidied tab, {tab.loads} page loads, "
+                                    f"{tab.seconds:.0f} s in resets")
 
 
 def open_app(page: Page, url: str) -> None:

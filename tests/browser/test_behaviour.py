@@ -28,12 +28,12 @@ def type_into_generation_prompt(page: Page, text: str) -> None:
     page.keyboard.type(text)
 
 
-def test_an_edit_shows_what_changes_for_the_model_before_publishing(page: Page):
-    type_into_generation_prompt(page, "<b>!</b>")
-    expect(page.locator("#prompt-view")).to_contain_text("<b>!</b>")  # the edit reached the server
-    page.click("#behaviour-accordion .label-wrap")  # below the workbench, while editing
-    page.click("#playground-compare")
-    view = page.locator("#playground-behaviour")
+def test_an_edit_shows_what_changes_for_the_model_before_publishing(shared_page: Page):
+    type_into_generation_prompt(shared_page, "<b>!</b>")
+    expect(shared_page.locator("#prompt-view")).to_contain_text("<b>!</b>")  # the edit reached the server
+    shared_page.click("#behaviour-accordion .label-wrap")  # below the workbench, while editing
+    shared_page.click("#playground-compare")
+    view = shared_page.locator("#playground-behaviour")
     expect(view).to_contain_text(SUMMARY, timeout=60_000)
     changed, total = map(int, SUMMARY.search(view.inner_text()).groups())
     own = [c for c in load_preset("smollm3").cases]
@@ -50,12 +50,12 @@ def test_an_edit_shows_what_changes_for_the_model_before_publishing(page: Page):
     expect(item.locator(".behaviour-sides del.gap")).to_have_count(1)  # where it goes in the prompt before
     expect(item.locator(".behaviour-site")).to_contain_text("now line 94")
     assert view.locator("ins b, .behaviour-prompt b").count() == 0
-    screenshot(page, "behaviour-playground")
+    screenshot(shared_page, "behaviour-playground")
 
-    page.click('#tabs button[role=tab]:has-text("Publish")')
-    page.click("#publish-compare")
-    in_publish = page.locator("#publish-behaviour")
+    shared_page.click('#tabs button[role=tab]:has-text("Publish")')
+    shared_page.click("#publish-compare")
+    in_publish = shared_page.locator("#publish-behaviour")
     expect(in_publish).to_contain_text(f"The prompt changes in {changed} of {total} conversations", timeout=60_000)
     in_publish.locator('details[data-conversation="system message"] summary').click()
     expect(in_publish.locator('details[data-conversation="system message"] .behaviour-sides ins')).to_have_text("<b>!</b>")
-    screenshot(page, "behaviour-publish")
+    screenshot(shared_page, "behaviour-publish")

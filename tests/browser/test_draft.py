@@ -23,50 +23,50 @@ def replace_text(page: Page, elem_id: str, text: str) -> None:
     page.keyboard.insert_text(text)
 
 
-def test_draft_shows_a_diff_and_report_applies_on_request_and_undoes(page: Page):
+def test_draft_shows_a_diff_and_report_applies_on_request_and_undoes(shared_page: Page):
     # SmolLM3 (the preset a new session shows) with a response template that reads content only: its
     # history shows neither reasoning nor calls, its instructions and the format library give both.
-    editor = page.locator("#response-editor .cm-content")
-    replace_text(page, "response-editor", CONTENT_ONLY)
+    editor = shared_page.locator("#response-editor .cm-content")
+    replace_text(shared_page, "response-editor", CONTENT_ONLY)
     expect(editor).not_to_contain_text('"tool_calls"')
 
-    page.click("#draft-button")
-    box = page.locator("#draft-box")
+    shared_page.click("#draft-button")
+    box = shared_page.locator("#draft-box")
     expect(box).to_be_visible(timeout=60_000)
-    expect(page.locator("#draft-diff .add").filter(has_text='"reasoning_content"')).to_have_count(1)
-    expect(page.locator("#draft-diff .add").filter(has_text='"tool_calls"')).to_have_count(1)
-    calls = page.locator('#draft-report .draft-field[data-field="tool_calls"]')
+    expect(shared_page.locator("#draft-diff .add").filter(has_text='"reasoning_content"')).to_have_count(1)
+    expect(shared_page.locator("#draft-diff .add").filter(has_text='"tool_calls"')).to_have_count(1)
+    calls = shared_page.locator('#draft-report .draft-field[data-field="tool_calls"]')
     expect(calls).to_contain_text("verified")
     # The report is rendered: names are code, not text in backticks (issue 35).
     expect(calls).to_contain_text("the chat template never writes tool_calls into an assistant turn")
     expect(calls.locator("li code", has_text="tool_calls")).to_have_count(1)
-    assert "`" not in page.locator("#draft-report").text_content()
-    expect(page.locator("#draft-report .draft-format")).to_contain_text("From the format library")
-    expect(page.locator("#draft-report .draft-format")).to_contain_text("the tool instructions")
-    expect(page.locator("#draft-report .draft-checks")).to_contain_text("passed")
+    assert "`" not in shared_page.locator("#draft-report").text_content()
+    expect(shared_page.locator("#draft-report .draft-format")).to_contain_text("From the format library")
+    expect(shared_page.locator("#draft-report .draft-format")).to_contain_text("the tool instructions")
+    expect(shared_page.locator("#draft-report .draft-checks")).to_contain_text("passed")
     # Nothing changes until the author applies it.
     expect(editor).not_to_contain_text('"tool_calls"')
-    screenshot(page, "draft-review")
+    screenshot(shared_page, "draft-review")
 
-    page.click("#draft-apply")
+    shared_page.click("#draft-apply")
     expect(box).to_be_hidden()
     expect(editor).to_contain_text('"tool_calls"')
-    expect(page.locator("#draft-undo")).to_be_visible()
-    expect(page.locator("#response-diagnostics")).to_contain_text("Response template loads")
-    assert '"tool_calls"' in shared_workspace(share(page)).response_template
+    expect(shared_page.locator("#draft-undo")).to_be_visible()
+    expect(shared_page.locator("#response-diagnostics")).to_contain_text("Response template loads")
+    assert '"tool_calls"' in shared_workspace(share(shared_page)).response_template
 
-    page.click("#draft-undo")
+    shared_page.click("#draft-undo")
     expect(editor).not_to_contain_text('"tool_calls"')
-    expect(page.locator("#draft-undo")).to_be_hidden()
-    expect(page.locator("#draft-status")).to_contain_text("previous response template is back")
-    assert shared_workspace(share(page)).response_template == CONTENT_ONLY  # byte for byte
+    expect(shared_page.locator("#draft-undo")).to_be_hidden()
+    expect(shared_page.locator("#draft-status")).to_contain_text("previous response template is back")
+    assert shared_workspace(share(shared_page)).response_template == CONTENT_ONLY  # byte for byte
 
 
-def test_a_history_unlike_the_instructions_is_shown_side_by_side(page: Page):
-    pick(page, "preset-picker", "Blank (ChatML starter)")
-    replace_text(page, "chat-editor", (FIXTURES / "history_disagrees.jinja").read_text().strip())
-    page.click("#draft-button")
-    found = page.locator("#draft-report .draft-disagreement")
+def test_a_history_unlike_the_instructions_is_shown_side_by_side(shared_page: Page):
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
+    replace_text(shared_page, "chat-editor", (FIXTURES / "history_disagrees.jinja").read_text().strip())
+    shared_page.click("#draft-button")
+    found = shared_page.locator("#draft-report .draft-disagreement")
     expect(found).to_be_visible(timeout=60_000)
     expect(found).to_contain_text("The history writes calls unlike what the model is told")
     told, history = found.locator(".draft-sides > div").all()
@@ -76,5 +76,5 @@ def test_a_history_unlike_the_instructions_is_shown_side_by_side(page: Page):
     assert abs(told.bounding_box()["y"] - history.bounding_box()["y"]) < 2
     for side in (told, history):
         assert "monospace" in side.locator("pre").evaluate("(e) => getComputedStyle(e).fontFamily")
-    expect(page.locator('#draft-report .draft-field[data-field="tool_calls"]')).to_contain_text("a bug in the chat template")
-    screenshot(page, "draft-disagreement")
+    expect(shared_page.locator('#draft-report .draft-field[data-field="tool_calls"]')).to_contain_text("a bug in the chat template")
+    screenshot(shared_page, "draft-disagreement")

@@ -17,21 +17,21 @@ def _type_template(page: Page, text: str) -> None:
     page.keyboard.insert_text(text)
 
 
-def test_an_unknown_filter_is_boxed_on_its_name(page: Page):
-    pick(page, "preset-picker", "Blank (ChatML starter)")
-    _type_template(page, TEMPLATE)
-    problem = page.locator("#chat-diagnostics .diag.error").first
+def test_an_unknown_filter_is_boxed_on_its_name(shared_page: Page):
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
+    _type_template(shared_page, TEMPLATE)
+    problem = shared_page.locator("#chat-diagnostics .diag.error").first
     expect(problem).to_contain_text("No filter named 'badfilter'")
     expect(problem).to_have_attribute("data-line", "3")
     expect(problem).to_have_attribute("data-column", "16")
     expect(problem).to_have_attribute("data-end-column", "25")
-    box = page.locator("#chat-editor .diag-token-layer .diag-token-error")
+    box = shared_page.locator("#chat-editor .diag-token-layer .diag-token-error")
     expect(box).to_have_count(1)
     expect(box).to_have_attribute("data-line", "3")
     expect(box).to_have_attribute("data-from", "16")
     expect(box).to_have_attribute("data-to", "25")
     # The box covers exactly the characters of `badfilter` as the editor draws them.
-    drawn = page.evaluate("""() => {
+    drawn = shared_page.evaluate("""() => {
         const line = [...document.querySelectorAll('#chat-editor .cm-content > .cm-line')]
             .find((el) => el.textContent.includes('badfilter'));
         const node = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
@@ -44,8 +44,8 @@ def test_an_unknown_filter_is_boxed_on_its_name(page: Page):
         return {left: r.left - b.left, right: r.right - b.right, top: r.top - b.top};
     }""")
     assert abs(drawn["left"]) <= 1 and abs(drawn["right"]) <= 1 and abs(drawn["top"]) <= 2, drawn
-    screenshot(page, "error-token-marked")
+    screenshot(shared_page, "error-token-marked")
     # Fixed: the box goes with the error.
-    _type_template(page, TEMPLATE.replace("badfilter", "trim"))
-    expect(page.locator("#chat-diagnostics .diag.error")).to_have_count(0)
+    _type_template(shared_page, TEMPLATE.replace("badfilter", "trim"))
+    expect(shared_page.locator("#chat-diagnostics .diag.error")).to_have_count(0)
     expect(box).to_have_count(0)

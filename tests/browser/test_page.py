@@ -73,57 +73,57 @@ def cut_labels(page: Page) -> list[str]:
     return page.evaluate(CUT_LABELS_JS)
 
 
-def test_each_template_beside_what_it_makes_on_a_laptop_screen_for_every_preset(page: Page):
-    page.set_viewport_size(LAPTOP)
+def test_each_template_beside_what_it_makes_on_a_laptop_screen_for_every_preset(shared_page: Page):
+    shared_page.set_viewport_size(LAPTOP)
     for display, name in preset_choices():
-        pick(page, "preset-picker", display)
-        expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
-        page.evaluate("window.scrollTo(0, 0)")
-        run = page.locator("#run-button").bounding_box()
+        pick(shared_page, "preset-picker", display)
+        expect(shared_page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+        shared_page.evaluate("window.scrollTo(0, 0)")
+        run = shared_page.locator("#run-button").bounding_box()
         assert run and run["y"] >= 0 and run["y"] + run["height"] <= LAPTOP["height"], (name, run)
         for editor in ("#chat-editor", "#response-editor"):
-            lines = visible_height(page, f"{editor} .cm-scroller") / line_height(page, editor)
+            lines = visible_height(shared_page, f"{editor} .cm-scroller") / line_height(shared_page, editor)
             assert lines >= 8, (name, editor, lines)  # several lines of each template on the first screen
-        chat, response = (page.locator(f"{e} .cm-scroller").bounding_box() for e in ("#chat-editor", "#response-editor"))
-        prompt, stream = (page.locator(s).bounding_box() for s in ("#prompt-view", "#stream-view"))
+        chat, response = (shared_page.locator(f"{e} .cm-scroller").bounding_box() for e in ("#chat-editor", "#response-editor"))
+        prompt, stream = (shared_page.locator(s).bounding_box() for s in ("#prompt-view", "#stream-view"))
         assert chat["x"] + chat["width"] <= prompt["x"] and response["x"] + response["width"] <= stream["x"], name
-        assert visible_height(page, "#prompt-view") >= 120, name
-        assert visible_height(page, "#stream-view") >= 120 and visible_height(page, "#message-view") >= 120, name
-        assert not cut_labels(page), (name, cut_labels(page))
-    screenshot(page, "laptop-first-screen")
+        assert visible_height(shared_page, "#prompt-view") >= 120, name
+        assert visible_height(shared_page, "#stream-view") >= 120 and visible_height(shared_page, "#message-view") >= 120, name
+        assert not cut_labels(shared_page), (name, cut_labels(shared_page))
+    screenshot(shared_page, "laptop-first-screen")
 
 
-def test_no_label_is_cut_at_1280_px_nor_on_a_phone(page: Page):
-    pick(page, "preset-picker", "gpt-oss (harmony)")  # the preset with the most kwargs and fields
-    expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+def test_no_label_is_cut_at_1280_px_nor_on_a_phone(shared_page: Page):
+    pick(shared_page, "preset-picker", "gpt-oss (harmony)")  # the preset with the most kwargs and fields
+    expect(shared_page.locator("#chat-diagnostics")).to_contain_text("renders this case")
     for size in (NARROW_LAPTOP, PHONE):
-        page.set_viewport_size(size)
-        page.wait_for_function("(w) => document.documentElement.clientWidth <= w", arg=size["width"])
-        assert not cut_labels(page), (size, cut_labels(page))
+        shared_page.set_viewport_size(size)
+        shared_page.wait_for_function("(w) => document.documentElement.clientWidth <= w", arg=size["width"])
+        assert not cut_labels(shared_page), (size, cut_labels(shared_page))
         # The case's controls have room for their names and help (they were one word a line).
-        widths = page.evaluate("""() => [...document.querySelectorAll('#kwarg-controls > .form > *')]
+        widths = shared_page.evaluate("""() => [...document.querySelectorAll('#kwarg-controls > .form > *')]
             .filter((e) => e.getBoundingClientRect().height).map((e) => e.getBoundingClientRect().width)""")
         assert widths and min(widths) >= min(220, size["width"] - 80), (size, widths)
-        screenshot(page, f"labels-{size['width']}")
-    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing wider than a phone
+        screenshot(shared_page, f"labels-{size['width']}")
+    assert shared_page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]  # nothing wider than a phone
 
 
-def test_the_format_notes_open_in_a_panel_wide_enough_for_prose(page: Page):
-    page.set_viewport_size(LAPTOP)
-    pick(page, "preset-picker", "Qwen3")
-    page.click("#notes-accordion .label-wrap")
-    panel = page.locator('#notes-accordion > [data-testid="accordion-content"]')
+def test_the_format_notes_open_in_a_panel_wide_enough_for_prose(shared_page: Page):
+    shared_page.set_viewport_size(LAPTOP)
+    pick(shared_page, "preset-picker", "Qwen3")
+    shared_page.click("#notes-accordion .label-wrap")
+    panel = shared_page.locator('#notes-accordion > [data-testid="accordion-content"]')
     expect(panel.locator("li").first).to_be_visible()
     box = panel.bounding_box()
     assert box["width"] >= 560 and box["x"] >= 0 and box["x"] + box["width"] <= LAPTOP["width"], box
-    workbench = page.locator("#workbench").bounding_box()
-    assert page.locator("#header-row").bounding_box()["height"] < 80  # the header stays one line: the panel opens over the page
+    workbench = shared_page.locator("#workbench").bounding_box()
+    assert shared_page.locator("#header-row").bounding_box()["height"] < 80  # the header stays one line: the panel opens over the page
     assert workbench["y"] < 300
 
 
-def test_the_row_under_the_workbench_uses_its_width(page: Page):
-    page.set_viewport_size(LAPTOP)
-    row, case, side = (page.locator(s).bounding_box() for s in ("#details-row", "#case-area", "#side-area"))
+def test_the_row_under_the_workbench_uses_its_width(shared_page: Page):
+    shared_page.set_viewport_size(LAPTOP)
+    row, case, side = (shared_page.locator(s).bounding_box() for s in ("#details-row", "#case-area", "#side-area"))
     assert case["width"] >= 0.55 * row["width"], (case, row)
     assert case["width"] + side["width"] >= 0.97 * row["width"] and side["x"] > case["x"]
     assert abs(case["y"] - side["y"]) < 2  # side by side, not stacked
@@ -175,30 +175,30 @@ def test_axe_finds_no_serious_or_critical_violation(browser: Browser, app_url: s
         context.close()
 
 
-def test_region_kinds_keep_their_meaning_without_colour(page: Page):
+def test_region_kinds_keep_their_meaning_without_colour(shared_page: Page):
     """Delimiters boxed, dropped text struck through, held-back text dashed: in the legend and in the
     output itself (read in a grey-scale or colour-blind view, the kinds still differ)."""
-    pick(page, "preset-picker", "gpt-oss (harmony)")
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text("harmony", ignore_case=True)
-    pick(page, "recording-picker", "Paste an output…")
+    pick(shared_page, "preset-picker", "gpt-oss (harmony)")
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text("harmony", ignore_case=True)
+    pick(shared_page, "recording-picker", "Paste an output…")
     # Text no region claims (dropped), a delimiter, and a partial delimiter at the end (held back).
-    page.fill("#pasted-output textarea", "stray<|channel|>final<|message|>Hi<|ret")
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    wait_for_run(page)
+    shared_page.fill("#pasted-output textarea", "stray<|channel|>final<|message|>Hi<|ret")
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    wait_for_run(shared_page)
     style = """(el) => { const s = getComputedStyle(el);
         return {shadow: s.boxShadow, outline: s.outlineStyle, border: s.borderTopStyle, under: s.borderBottomStyle,
                 line: s.textDecorationLine}; }"""
     for where in ("#legend", "#stream-view"):
-        delimiter = page.locator(f"{where} .delim").first.evaluate(style)
+        delimiter = shared_page.locator(f"{where} .delim").first.evaluate(style)
         assert delimiter["shadow"] != "none" or delimiter["outline"] != "none" or delimiter["border"] != "none", delimiter
     for where, selector in (("#legend", ".chip.discarded"), ("#stream-view", ".seg.discarded")):
-        assert "line-through" in page.locator(f"{where} {selector}").first.evaluate(style)["line"]
-    assert page.locator("#legend .chip.pending").evaluate(style)["border"] == "dashed"
+        assert "line-through" in shared_page.locator(f"{where} {selector}").first.evaluate(style)["line"]
+    assert shared_page.locator("#legend .chip.pending").evaluate(style)["border"] == "dashed"
     # Held back until the output ends (then it is content): the step-through shows it, after the last chunk.
-    end = float(page.locator("#step-slider input[type=number]").get_attribute("max"))
-    set_number(page, "step-slider", end - 1)
-    held = page.locator("#step-view .seg.pending")
+    end = float(shared_page.locator("#step-slider input[type=number]").get_attribute("max"))
+    set_number(shared_page, "step-slider", end - 1)
+    held = shared_page.locator("#step-view .seg.pending")
     expect(held).to_have_text("<|ret")
     assert "dashed" in (held.evaluate(style)["outline"], held.evaluate(style)["under"])
 
@@ -209,18 +209,18 @@ def focused(page: Page) -> dict:
                 name: e.getAttribute('aria-label') || (e.textContent || '').trim().slice(0, 40)}; }""")
 
 
-def test_the_page_is_usable_by_keyboard_alone(page: Page):
+def test_the_page_is_usable_by_keyboard_alone(shared_page: Page):
     """Tab reaches every control (a code editor is left with Esc then Tab, as its note says), and a
     run is started with Ctrl+Enter and stopped with Esc."""
-    page.set_viewport_size(LAPTOP)
-    page.evaluate("document.activeElement && document.activeElement.blur()")
+    shared_page.set_viewport_size(LAPTOP)
+    shared_page.evaluate("document.activeElement && document.activeElement.blur()")
     reached: list[dict] = []
     for _ in range(150):
         if reached and reached[-1]["editor"]:
-            expect(page.locator(f"#{reached[-1]['id']} .kbd-hint")).to_be_visible()
-            page.keyboard.press("Escape")
-        page.keyboard.press("Tab")
-        now = focused(page)
+            expect(shared_page.locator(f"#{reached[-1]['id']} .kbd-hint")).to_be_visible()
+            shared_page.keyboard.press("Escape")
+        shared_page.keyboard.press("Tab")
+        now = focused(shared_page)
         if now["tag"] == "BODY" or (reached and now == reached[0]):
             break
         reached.append(now)
@@ -232,104 +232,104 @@ def test_the_page_is_usable_by_keyboard_alone(page: Page):
         assert control in ids, (control, sorted(ids))
     assert any(r["name"] == "Remove message 1" for r in reached)
     # Every visible control is in the tab order.
-    untabbable = page.evaluate("""() => [...document.querySelectorAll('button, input, select, textarea, a[href]')]
+    untabbable = shared_page.evaluate("""() => [...document.querySelectorAll('button, input, select, textarea, a[href]')]
         .filter((e) => e.getBoundingClientRect().width && !e.disabled && e.tabIndex < 0 && !e.closest('[aria-hidden=true]'))
         .map((e) => e.outerHTML.slice(0, 80))""")
     assert not untabbable, untabbable
 
     # Run from the keyboard: Ctrl+Enter in the chat template runs (and adds no line to it) ...
-    set_number(page, "pace", 0)
-    page.locator("#chat-editor .cm-content").focus()
-    before = page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
-    page.keyboard.press("Control+Enter")
-    assert "done" in wait_for_run(page)
-    after = page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
+    set_number(shared_page, "pace", 0)
+    shared_page.locator("#chat-editor .cm-content").focus()
+    before = shared_page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
+    shared_page.keyboard.press("Control+Enter")
+    assert "done" in wait_for_run(shared_page)
+    after = shared_page.evaluate("window.playgroundEditorView(document.getElementById('chat-editor')).state.doc.toString()")
     assert after == before
     # ... and Esc stops a slow run.
-    set_number(page, "pace", 3)
-    page.locator("#prompt-view").focus()
-    page.keyboard.press("Control+Enter")
-    expect(page.locator("#stop-button")).to_be_enabled(timeout=15_000)
-    page.keyboard.press("Escape")
-    assert "stopped" in wait_for_run(page, timeout=10_000)
+    set_number(shared_page, "pace", 3)
+    shared_page.locator("#prompt-view").focus()
+    shared_page.keyboard.press("Control+Enter")
+    expect(shared_page.locator("#stop-button")).to_be_enabled(timeout=15_000)
+    shared_page.keyboard.press("Escape")
+    assert "stopped" in wait_for_run(shared_page, timeout=10_000)
     # A check's result is selected from the keyboard as by a click (to mark it as intended).
-    page.click('#tabs button[role=tab]:has-text("Checks")')
-    page.locator("#checks-run").press("Enter")
-    first = page.locator("#checks-list .check-row").first
+    shared_page.click('#tabs button[role=tab]:has-text("Checks")')
+    shared_page.locator("#checks-run").press("Enter")
+    first = shared_page.locator("#checks-list .check-row").first
     expect(first).to_be_visible(timeout=90_000)
     first.focus()
-    page.keyboard.press("Enter")
+    shared_page.keyboard.press("Enter")
     expect(first).to_have_attribute("aria-current", "true")
-    expect(page.locator("#check-detail")).to_contain_text(first.locator(".check-name").inner_text())
+    expect(shared_page.locator("#check-detail")).to_contain_text(first.locator(".check-name").inner_text())
 
 
 def json_view(page: Page) -> str:
     return page.evaluate("window.playgroundEditorView(document.getElementById('messages-editor')).state.doc.toString()")
 
 
-def test_the_conversation_editor_stays_in_step_with_the_json_view(page: Page, axe_installed: None):
+def test_the_conversation_editor_stays_in_step_with_the_json_view(shared_page: Page, axe_installed: None):
     import json
 
-    pick(page, "preset-picker", "Qwen3")
-    pick(page, "case-picker", "tools offered")
-    conversation = page.locator("#conversation")
+    pick(shared_page, "preset-picker", "Qwen3")
+    pick(shared_page, "case-picker", "tools offered")
+    conversation = shared_page.locator("#conversation")
     expect(conversation).to_have_attribute("data-count", "1")
     # A reply with a tool call, typed as a conversation.
-    page.click("#conversation .conv-add")
+    shared_page.click("#conversation .conv-add")
     last = conversation.locator('[data-message="1"]')
     expect(last.locator(".conv-role")).to_have_value("assistant")
-    page.keyboard.type("Let me check.")
+    shared_page.keyboard.type("Let me check.")
     last.get_by_role("button", name="+ tool call").click()
-    page.keyboard.type("get_weather")
+    shared_page.keyboard.type("get_weather")
     last.get_by_label("Arguments of tool call 1 of message 2 (JSON)").fill('{"city": "Paris"}')
-    expect(page.locator("#prompt-view")).to_contain_text('"city": "Paris"')  # rendered by the server, from the JSON
-    page.click('.view-switch button[data-view="json"]')
-    expect(page.locator("#messages-editor")).to_be_visible()
+    expect(shared_page.locator("#prompt-view")).to_contain_text('"city": "Paris"')  # rendered by the server, from the JSON
+    shared_page.click('.view-switch button[data-view="json"]')
+    expect(shared_page.locator("#messages-editor")).to_be_visible()
     expect(conversation).to_be_hidden()
-    messages = json.loads(json_view(page))
+    messages = json.loads(json_view(shared_page))
     assert messages[1] == {"role": "assistant", "content": "Let me check.",
                            "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]}
     # An edit in the JSON view shows in the conversation.
-    page.click("#messages-editor .cm-content")
-    page.keyboard.press("Control+a")
-    page.keyboard.insert_text(json.dumps([messages[0], {"role": "system", "content": "Be brief."}, *messages[1:]], indent=2))
-    page.click('.view-switch button[data-view="conversation"]')
+    shared_page.click("#messages-editor .cm-content")
+    shared_page.keyboard.press("Control+a")
+    shared_page.keyboard.insert_text(json.dumps([messages[0], {"role": "system", "content": "Be brief."}, *messages[1:]], indent=2))
+    shared_page.click('.view-switch button[data-view="conversation"]')
     expect(conversation).to_have_attribute("data-count", "3")
     expect(conversation.locator('[data-message="1"] .conv-role')).to_have_value("system")
     # Reorder and remove, content parts.
     conversation.get_by_role("button", name="Move message 2 up").click()
-    assert [m["role"] for m in json.loads(json_view(page))] == ["system", "user", "assistant"]
+    assert [m["role"] for m in json.loads(json_view(shared_page))] == ["system", "user", "assistant"]
     conversation.get_by_role("button", name="Remove message 1").click()
     first = conversation.locator('[data-message="0"]')
     first.get_by_role("button", name="Use content parts").click()
     first.get_by_label("Type of the part to add to message 1").select_option("image")
     first.get_by_role("button", name="+ part").click()
-    page.keyboard.type("https://example.com/cat.png")
-    content = json.loads(json_view(page))[0]["content"]
+    shared_page.keyboard.type("https://example.com/cat.png")
+    content = json.loads(json_view(shared_page))[0]["content"]
     assert content[1] == {"type": "image", "url": "https://example.com/cat.png"} and content[0]["type"] == "text"
-    assert not axe.serious(axe.audit(page, "#case-panel")), axe.describe(axe.serious(axe.audit(page, "#case-panel")))
+    assert not axe.serious(axe.audit(shared_page, "#case-panel")), axe.describe(axe.serious(axe.audit(shared_page, "#case-panel")))
     # A broken edit in the JSON view: a located diagnostic, the text kept, the conversation not writable.
-    page.click('.view-switch button[data-view="json"]')
-    page.click("#messages-editor .cm-content")
-    page.keyboard.press("Control+End")
-    page.keyboard.press("Backspace")
-    broken = json_view(page)
-    diagnostic = page.locator("#case-diagnostics .diag.error")
+    shared_page.click('.view-switch button[data-view="json"]')
+    shared_page.click("#messages-editor .cm-content")
+    shared_page.keyboard.press("Control+End")
+    shared_page.keyboard.press("Backspace")
+    broken = json_view(shared_page)
+    diagnostic = shared_page.locator("#case-diagnostics .diag.error")
     expect(diagnostic).to_contain_text("Messages: invalid JSON")
     expect(diagnostic.locator(".where")).to_contain_text("line")
-    page.click('.view-switch button[data-view="conversation"]')
+    shared_page.click('.view-switch button[data-view="conversation"]')
     expect(conversation).to_have_attribute("data-broken", "true")
     expect(conversation.locator(".conv-banner")).to_be_visible()
     expect(conversation.locator("textarea").first).to_be_disabled()  # in a disabled fieldset
-    page.click('.view-switch button[data-view="json"]')
-    assert json_view(page) == broken  # nothing typed is lost
+    shared_page.click('.view-switch button[data-view="json"]')
+    assert json_view(shared_page) == broken  # nothing typed is lost
     expect(diagnostic).to_be_visible()
-    screenshot(page, "conversation-broken-json")
-    page.click("#messages-editor .cm-content")
-    page.keyboard.press("Control+End")
-    page.keyboard.type("]")
-    expect(page.locator("#case-diagnostics")).to_contain_text("Case OK")
-    page.click('.view-switch button[data-view="conversation"]')
+    screenshot(shared_page, "conversation-broken-json")
+    shared_page.click("#messages-editor .cm-content")
+    shared_page.keyboard.press("Control+End")
+    shared_page.keyboard.type("]")
+    expect(shared_page.locator("#case-diagnostics")).to_contain_text("Case OK")
+    shared_page.click('.view-switch button[data-view="conversation"]')
     expect(conversation).to_have_attribute("data-broken", "false")
 
 
@@ -375,25 +375,25 @@ def test_presentation_mode_shows_only_the_teaching_flow_in_larger_type(presentin
 BROKEN_ON_LINE_3 = "line 1\nline 2\n{% if messages %}\n"
 
 
-def test_diagnostics_are_marked_when_they_change_not_on_a_timer(page: Page):
-    pick(page, "preset-picker", "Blank (ChatML starter)")
-    page.click("#chat-editor .cm-content")
-    page.keyboard.press("Control+A")
-    page.keyboard.insert_text(BROKEN_ON_LINE_3)
-    gutter = page.locator("#chat-editor .cm-gutterElement.diag-gutter-error")
+def test_diagnostics_are_marked_when_they_change_not_on_a_timer(shared_page: Page):
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
+    shared_page.click("#chat-editor .cm-content")
+    shared_page.keyboard.press("Control+A")
+    shared_page.keyboard.insert_text(BROKEN_ON_LINE_3)
+    gutter = shared_page.locator("#chat-editor .cm-gutterElement.diag-gutter-error")
     expect(gutter).to_have_text("3")
     # Once the page is quiet (every answer to the edit drawn), take the mark away by hand: nothing puts
     # it back while nothing changes (a timer would, within a second).
-    page.evaluate("""() => new Promise((done) => {
+    shared_page.evaluate("""() => new Promise((done) => {
         let last = performance.now();
         const seen = new MutationObserver(() => { last = performance.now(); });
         seen.observe(document.body, {childList: true, subtree: true, characterData: true});
         const check = () => { if (performance.now() - last > 1000) { seen.disconnect(); done(); } else setTimeout(check, 100); };
         check();
     })""")
-    page.evaluate("document.querySelector('#chat-editor .diag-gutter-error').classList.remove('diag-gutter-error')")
-    page.wait_for_timeout(2500)
+    shared_page.evaluate("document.querySelector('#chat-editor .diag-gutter-error').classList.remove('diag-gutter-error')")
+    shared_page.wait_for_timeout(2500)
     expect(gutter).to_have_count(0)
     # A change of the diagnostics marks at once.
-    page.keyboard.insert_text("{% endif %}\n{{ x }")
+    shared_page.keyboard.insert_text("{% endif %}\n{{ x }")
     expect(gutter).to_have_text("5")  # `{{ x }` on line 5

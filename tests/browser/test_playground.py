@@ -59,122 +59,122 @@ def shared_workspace(link: str):
 
 
 @pytest.mark.parametrize("display, name", preset_choices())
-def test_each_preset_runs_a_recording_with_regions_events_and_message(page: Page, display: str, name: str):
+def test_each_preset_runs_a_recording_with_regions_events_and_message(shared_page: Page, display: str, name: str):
     preset = load_preset(name)
-    pick(page, "preset-picker", display)
+    pick(shared_page, "preset-picker", display)
     first_line = preset.chat_template.splitlines()[0].strip()
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text(first_line[:30])
-    expect(page.locator("#chat-diagnostics")).to_contain_text("renders this case")
-    expect(page.locator("#prompt-view .tok").first).to_be_visible()
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    stats = wait_for_run(page)
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text(first_line[:30])
+    expect(shared_page.locator("#chat-diagnostics")).to_contain_text("renders this case")
+    expect(shared_page.locator("#prompt-view .tok").first).to_be_visible()
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    stats = wait_for_run(shared_page)
     assert "done" in stats
-    stream = page.locator("#stream-view")
+    stream = shared_page.locator("#stream-view")
     # A body can arrive in several spans (one per coalesced update); a span holding only a newline
     # has no width, so look at the first with visible text.
     expect(stream.locator(".seg.body").filter(has_text=re.compile(r"\w")).first).to_be_visible()
     expect(stream.locator(".seg.delim").first).to_be_visible()
-    assert page.locator("#events-view tbody.inc-stable tr").count() >= 2
-    expect(page.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
+    assert shared_page.locator("#events-view tbody.inc-stable tr").count() >= 2
+    expect(shared_page.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
     recording = preset.recordings[0] if preset.recordings else None
     if recording is not None and recording.expected is not None and recording.case == preset.cases[0].name:
-        expect(page.locator("#run-stats")).to_contain_text("equals the recording’s expected message")
-    for field in (page.locator("#legend .chip").all_inner_texts())[:1]:
+        expect(shared_page.locator("#run-stats")).to_contain_text("equals the recording’s expected message")
+    for field in (shared_page.locator("#legend .chip").all_inner_texts())[:1]:
         assert field  # the legend names the fields
-    screenshot(page, f"preset-{name}")
+    screenshot(shared_page, f"preset-{name}")
 
 
-def test_picking_a_recording_shows_its_case_and_the_tool_call_region(page: Page):
+def test_picking_a_recording_shows_its_case_and_the_tool_call_region(shared_page: Page):
     """Also the screenshot in docs/playground.md: SmolLM3, a tool call streamed with every region coloured."""
-    pick(page, "preset-picker", "SmolLM3")
-    pick(page, "recording-picker", "single tool call  ·  tools offered")
-    expect(page.locator("#case-name input, #case-name textarea").first).to_have_value("tools offered")
-    expect(page.locator("#prompt-view")).to_contain_text("get_weather")
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    assert "done" in wait_for_run(page)
-    expect(page.locator("#stream-view .seg.delim.open.f2")).to_have_text("<tool_call>")
-    expect(page.locator("#message-view .cm-content")).to_contain_text('"tool_calls"')
+    pick(shared_page, "preset-picker", "SmolLM3")
+    pick(shared_page, "recording-picker", "single tool call  ·  tools offered")
+    expect(shared_page.locator("#case-name input, #case-name textarea").first).to_have_value("tools offered")
+    expect(shared_page.locator("#prompt-view")).to_contain_text("get_weather")
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    assert "done" in wait_for_run(shared_page)
+    expect(shared_page.locator("#stream-view .seg.delim.open.f2")).to_have_text("<tool_call>")
+    expect(shared_page.locator("#message-view .cm-content")).to_contain_text('"tool_calls"')
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.set_viewport_size({"width": 1440, "height": 900})
-    page.evaluate("window.scrollTo(0, 0)")
-    page.wait_for_timeout(300)
-    page.screenshot(path=str(SCREENSHOTS / "playground.png"))  # the first screen of a laptop
-    page.locator("#output-area").screenshot(path=str(SCREENSHOTS / "playground-run.png"))
+    shared_page.set_viewport_size({"width": 1440, "height": 900})
+    shared_page.evaluate("window.scrollTo(0, 0)")
+    shared_page.wait_for_timeout(300)
+    shared_page.screenshot(path=str(SCREENSHOTS / "playground.png"))  # the first screen of a laptop
+    shared_page.locator("#output-area").screenshot(path=str(SCREENSHOTS / "playground-run.png"))
 
 
-def test_step_through_and_whitespace_toggle(page: Page):
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    wait_for_run(page)
-    expect(page.locator("#step-view")).to_contain_text("Move the slider to replay this run")
-    set_number(page, "step-slider", 3)
-    expect(page.locator("#step-view .step-head")).to_contain_text("Chunk 3 of")
-    expect(page.locator("#step-view tr.latest-row").first).to_be_visible()
-    end = page.locator("#step-slider input[type=number]").get_attribute("max")
-    set_number(page, "step-slider", float(end))
-    expect(page.locator("#step-view .step-head")).to_contain_text("End of output")
-    page.click("#show-whitespace input")
-    expect(page.locator("#prompt-view .ws").first).to_be_visible()
-    expect(page.locator("#prompt-view .gen-mark")).to_have_count(1)
-    expect(page.locator("#prompt-view .anchor-mark")).to_have_count(1)
-    screenshot(page, "step-through")
+def test_step_through_and_whitespace_toggle(shared_page: Page):
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    wait_for_run(shared_page)
+    expect(shared_page.locator("#step-view")).to_contain_text("Move the slider to replay this run")
+    set_number(shared_page, "step-slider", 3)
+    expect(shared_page.locator("#step-view .step-head")).to_contain_text("Chunk 3 of")
+    expect(shared_page.locator("#step-view tr.latest-row").first).to_be_visible()
+    end = shared_page.locator("#step-slider input[type=number]").get_attribute("max")
+    set_number(shared_page, "step-slider", float(end))
+    expect(shared_page.locator("#step-view .step-head")).to_contain_text("End of output")
+    shared_page.click("#show-whitespace input")
+    expect(shared_page.locator("#prompt-view .ws").first).to_be_visible()
+    expect(shared_page.locator("#prompt-view .gen-mark")).to_have_count(1)
+    expect(shared_page.locator("#prompt-view .anchor-mark")).to_have_count(1)
+    screenshot(shared_page, "step-through")
 
 
-def test_a_20k_token_output_streams_completely_into_the_page(page: Page):
+def test_a_20k_token_output_streams_completely_into_the_page(shared_page: Page):
     """Many coalesced updates, appended incrementally in pages: the page ends with exactly the output."""
     output = "<think>\n" + " ".join(f"step{i}" for i in range(8_000)) + "\n</think>\n" + " ".join(f"word{i}" for i in range(12_000)) + "<|im_end|>"
-    pick(page, "preset-picker", "Blank (ChatML starter)")
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text("minimal ChatML")
-    pick(page, "recording-picker", "Paste an output…")
-    page.fill("#pasted-output textarea", output)
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    assert "done" in wait_for_run(page, timeout=120_000)
-    page.wait_for_function(
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text("minimal ChatML")
+    pick(shared_page, "recording-picker", "Paste an output…")
+    shared_page.fill("#pasted-output textarea", output)
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    assert "done" in wait_for_run(shared_page, timeout=120_000)
+    shared_page.wait_for_function(
         "(n) => document.querySelector('#stream-view .stream-text').textContent.replace(/↵/g, '').length >= n",
         arg=len(output), timeout=60_000,
     )
-    shown = page.evaluate("document.querySelector('#stream-view .stream-text').textContent").replace("↵", "")
+    shown = shared_page.evaluate("document.querySelector('#stream-view .stream-text').textContent").replace("↵", "")
     assert shown == output
     # Blank has no reasoning field: everything is content up to the close delimiter.
-    expect(page.locator("#stream-view .seg.delim.close.f0")).to_have_text("<|im_end|>")
-    screenshot(page, "long-output")
+    expect(shared_page.locator("#stream-view .seg.delim.close.f0")).to_have_text("<|im_end|>")
+    screenshot(shared_page, "long-output")
 
 
-def test_a_response_template_mistake_shows_its_diagnostic_at_the_right_line(page: Page):
-    pick(page, "preset-picker", "Blank (ChatML starter)")
-    expect(page.locator("#response-diagnostics")).to_contain_text("Response template loads")
-    content = page.locator("#response-editor .cm-content")
+def test_a_response_template_mistake_shows_its_diagnostic_at_the_right_line(shared_page: Page):
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
+    expect(shared_page.locator("#response-diagnostics")).to_contain_text("Response template loads")
+    content = shared_page.locator("#response-editor .cm-content")
     content.click()
-    page.keyboard.press("Control+Home")
+    shared_page.keyboard.press("Control+Home")
     for _ in range(4):  # line 5: "  "start_anchor": ...",
-        page.keyboard.press("ArrowDown")
-    page.keyboard.press("End")
-    page.keyboard.press("Backspace")  # drop the comma at the end of line 5
-    diagnostics = page.locator("#response-diagnostics")
+        shared_page.keyboard.press("ArrowDown")
+    shared_page.keyboard.press("End")
+    shared_page.keyboard.press("Backspace")  # drop the comma at the end of line 5
+    diagnostics = shared_page.locator("#response-diagnostics")
     expect(diagnostics).to_contain_text("Invalid JSON")
     expect(diagnostics.locator(".where")).to_have_text(re.compile(r"line 6, col \d+"))  # the next key: a comma was expected
     # A bad edit never wipes the last good prompt.
-    expect(page.locator("#prompt-view .prompt-text")).to_contain_text("What is the capital of France?")
-    screenshot(page, "response-template-diagnostic")
-    page.keyboard.type(",")
+    expect(shared_page.locator("#prompt-view .prompt-text")).to_contain_text("What is the capital of France?")
+    screenshot(shared_page, "response-template-diagnostic")
+    shared_page.keyboard.type(",")
     expect(diagnostics).to_contain_text("Response template loads")
 
 
-def test_stop_ends_a_slow_run(page: Page):
-    set_number(page, "pace", 3)
-    page.click("#run-button")
-    expect(page.locator("#run-stats")).to_contain_text("streaming", timeout=15_000)
-    expect(page.locator("#stop-button")).to_be_enabled()
-    page.click("#stop-button")
-    stats = wait_for_run(page, timeout=10_000)
+def test_stop_ends_a_slow_run(shared_page: Page):
+    set_number(shared_page, "pace", 3)
+    shared_page.click("#run-button")
+    expect(shared_page.locator("#run-stats")).to_contain_text("streaming", timeout=15_000)
+    expect(shared_page.locator("#stop-button")).to_be_enabled()
+    shared_page.click("#stop-button")
+    stats = wait_for_run(shared_page, timeout=10_000)
     assert "stopped" in stats
     tokens = int(re.search(r"tokens\s*([\d,]+)", stats).group(1).replace(",", ""))
     assert 0 < tokens < 40
-    expect(page.locator("#run-button")).to_be_enabled()
-    screenshot(page, "stopped-run")
+    expect(shared_page.locator("#run-button")).to_be_enabled()
+    screenshot(shared_page, "stopped-run")
 
 
 def test_edits_survive_a_reload(page: Page, app_url: str):
@@ -197,22 +197,22 @@ def test_edits_survive_a_reload(page: Page, app_url: str):
     expect(page.locator("#top-status")).to_contain_text("Restored")
 
 
-def test_a_share_link_reopens_the_same_state_byte_for_byte(page: Page, browser, app_url: str):
+def test_a_share_link_reopens_the_same_state_byte_for_byte(shared_page: Page, browser, app_url: str):
     # A preset load must keep the template's final newline (Gradio's Code strips values the app sets).
-    pick(page, "preset-picker", "Blank (ChatML starter)")
+    pick(shared_page, "preset-picker", "Blank (ChatML starter)")
     blank = load_preset("blank")
     assert blank.chat_template.endswith("\n")
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text("minimal ChatML")
-    link = share(page)
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text("minimal ChatML")
+    link = share(shared_page)
     workspace = shared_workspace(link)
     assert workspace.chat_template == blank.chat_template  # what the browser holds, exactly
     assert workspace.response_template == blank.response_template
 
     # Change a case and a setting, then share again.
-    page.click("#case-add")
-    expect(page.locator("#case-name input, #case-name textarea").first).to_have_value("new case")
-    set_number(page, "pace", 7)
-    link = share(page)
+    shared_page.click("#case-add")
+    expect(shared_page.locator("#case-name input, #case-name textarea").first).to_have_value("new case")
+    set_number(shared_page, "pace", 7)
+    link = share(shared_page)
     assert "token" not in shared_workspace(link).to_dict()["run"]
 
     other = browser.new_context(viewport={"width": 1500, "height": 1000})
@@ -233,28 +233,28 @@ def test_a_share_link_reopens_the_same_state_byte_for_byte(page: Page, browser, 
         other.close()
 
 
-def test_the_engines_matrix_opens_a_cell_and_a_result_can_be_marked_as_intended(page: Page):
+def test_the_engines_matrix_opens_a_cell_and_a_result_can_be_marked_as_intended(shared_page: Page):
     # SmolLM3's `{%- generation %}` does not compile in TGI's MiniJinja (TGI strips only `{% generation %}`).
-    pick(page, "preset-picker", "SmolLM3")
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text("SmolLM3 (HuggingFaceTB/SmolLM3-3B)")
-    page.click('#tabs button[role=tab]:has-text("Checks")')
-    page.click("#checks-run")
-    matrix = page.locator("#engines-table")
+    pick(shared_page, "preset-picker", "SmolLM3")
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text("SmolLM3 (HuggingFaceTB/SmolLM3-3B)")
+    shared_page.click('#tabs button[role=tab]:has-text("Checks")')
+    shared_page.click("#checks-run")
+    matrix = shared_page.locator("#engines-table")
     expect(matrix).to_contain_text("✗ error", timeout=60_000)
     matrix.get_by_role("gridcell").filter(has_text="✗ error").first.click()
-    detail = page.locator("#engine-detail")
+    detail = shared_page.locator("#engine-detail")
     expect(detail).to_contain_text("MiniJinja (TGI)")
     expect(detail).to_contain_text("unknown statement generation")
-    screenshot(page, "engines-matrix")
+    screenshot(shared_page, "engines-matrix")
 
-    row = page.locator(".check-row").filter(has=page.locator(".check-name", has_text="engines.minijinja-tgi")).first
+    row = shared_page.locator(".check-row").filter(has=shared_page.locator(".check-name", has_text="engines.minijinja-tgi")).first
     row.click()
-    expect(page.locator("#check-detail")).to_contain_text("engines.minijinja-tgi")
-    page.locator("#intend-why textarea, #intend-why input").first.fill("we serve with vLLM")
-    page.click("#intend-mark")
-    expect(page.locator("#intended-list")).to_contain_text("engines.minijinja-tgi")
+    expect(shared_page.locator("#check-detail")).to_contain_text("engines.minijinja-tgi")
+    shared_page.locator("#intend-why textarea, #intend-why input").first.fill("we serve with vLLM")
+    shared_page.click("#intend-mark")
+    expect(shared_page.locator("#intended-list")).to_contain_text("engines.minijinja-tgi")
     expect(row.locator(".check-status")).to_have_text("info")
-    assert shared_workspace(share(page)).round_trip_differences["engines.minijinja-tgi"] == "we serve with vLLM"
+    assert shared_workspace(share(shared_page)).round_trip_differences["engines.minijinja-tgi"] == "we serve with vLLM"
 
 
 @pytest.mark.parametrize("state", ['{"v": "1"}', '{"v": 1, "cases": ' + "[" * 3000 + "]" * 3000 + "}",

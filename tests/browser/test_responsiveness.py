@@ -9,45 +9,45 @@ from playwright.sync_api import Page, expect
 TOKEN = "hf_benchSecretToken1234567890"
 
 
-def test_the_browser_keeps_no_run_history(page: Page):
+def test_the_browser_keeps_no_run_history(shared_page: Page):
     """Gradio 6 records every event's inputs and outputs in localStorage by default and re-reads and
     re-writes that history on every event: a keystroke paid for parsing and serialising megabytes,
     and a Hub token typed into the Publish tab (an input of its buttons) was stored in the browser."""
-    editor = page.locator("#chat-editor .cm-content")
+    editor = shared_page.locator("#chat-editor .cm-content")
     editor.click()
-    page.keyboard.press("Control+Home")
-    page.keyboard.type("x")
-    expect(page.locator("#prompt-view .prompt-text")).to_contain_text("x")
-    page.click('#tabs button[role=tab]:has-text("Publish")')
-    page.locator("#publish-token input").fill(TOKEN)
-    page.locator("#publish-repo input, #publish-repo textarea").first.fill("someone/some-model")
-    page.click("#publish-preview")
-    expect(page.locator("#publish-messages .diag")).to_be_visible(timeout=30_000)
-    stored = page.evaluate("Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)]))")
+    shared_page.keyboard.press("Control+Home")
+    shared_page.keyboard.type("x")
+    expect(shared_page.locator("#prompt-view .prompt-text")).to_contain_text("x")
+    shared_page.click('#tabs button[role=tab]:has-text("Publish")')
+    shared_page.locator("#publish-token input").fill(TOKEN)
+    shared_page.locator("#publish-repo input, #publish-repo textarea").first.fill("someone/some-model")
+    shared_page.click("#publish-preview")
+    expect(shared_page.locator("#publish-messages .diag")).to_be_visible(timeout=30_000)
+    stored = shared_page.evaluate("Object.fromEntries(Object.keys(localStorage).map((k) => [k, localStorage.getItem(k)]))")
     assert not [key for key in stored if key.startswith("gradio:run-history")]
     assert not [key for key, value in stored.items() if TOKEN in (value or "")]
 
 
-def test_a_finished_run_stays_on_screen_across_tabs(page: Page):
+def test_a_finished_run_stays_on_screen_across_tabs(shared_page: Page):
     """A run's last message leaves the output, events and message views out (Gradio would send them
     whole once more); the views keep what they showed, also when the tab is shown again."""
     from tests.browser.test_playground import set_number, wait_for_run
 
-    set_number(page, "pace", 0)
-    page.click("#run-button")
-    wait_for_run(page)
-    stream = page.locator("#stream-view .inc-stable")
+    set_number(shared_page, "pace", 0)
+    shared_page.click("#run-button")
+    wait_for_run(shared_page)
+    stream = shared_page.locator("#stream-view .inc-stable")
     shown = stream.inner_text()
     assert "<think>" in shown or shown.strip()
-    rows = page.locator("#events-view tbody.inc-stable tr").count()
-    message = page.locator("#message-view .cm-content").inner_text()
+    rows = shared_page.locator("#events-view tbody.inc-stable tr").count()
+    message = shared_page.locator("#message-view .cm-content").inner_text()
     assert rows >= 2 and '"role": "assistant"' in message
-    page.click('#tabs button[role=tab]:has-text("Checks")')
-    page.click('#tabs button[role=tab]:has-text("Playground")')
+    shared_page.click('#tabs button[role=tab]:has-text("Checks")')
+    shared_page.click('#tabs button[role=tab]:has-text("Playground")')
     expect(stream).to_have_text(shown)
-    expect(page.locator("#events-view tbody.inc-stable tr")).to_have_count(rows)
-    expect(page.locator("#message-view .cm-content")).to_contain_text('"content": "Hello!')
-    assert page.locator("#message-view .cm-content").inner_text() == message
+    expect(shared_page.locator("#events-view tbody.inc-stable tr")).to_have_count(rows)
+    expect(shared_page.locator("#message-view .cm-content")).to_contain_text('"content": "Hello!')
+    assert shared_page.locator("#message-view .cm-content").inner_text() == message
 
 
 def test_a_new_visitor_sees_the_prompt_without_waiting_for_the_server(browser, app_url: str):
@@ -66,16 +66,16 @@ def test_a_new_visitor_sees_the_prompt_without_waiting_for_the_server(browser, a
         context.close()
 
 
-def test_picking_a_preset_asks_the_server_once(page: Page):
+def test_picking_a_preset_asks_the_server_once(shared_page: Page):
     """Gradio's dropdown sends `input` twice for one pick: the preset is loaded on `select`, once,
     and its answer carries the prompt too (no second request for it)."""
     from tests.browser.test_playground import pick
 
     sent: list[str] = []
-    page.on("request", lambda r: sent.append(r.post_data or "") if "/gradio_api/" in r.url and r.method == "POST" else None)
-    pick(page, "preset-picker", "Qwen3")
-    expect(page.locator("#prompt-view .prompt-text")).to_contain_text("<|im_start|>user")
-    expect(page.locator("#chat-editor .cm-content")).to_contain_text("Qwen3")
-    page.wait_for_timeout(1000)
+    shared_page.on("request", lambda r: sent.append(r.post_data or "") if "/gradio_api/" in r.url and r.method == "POST" else None)
+    pick(shared_page, "preset-picker", "Qwen3")
+    expect(shared_page.locator("#prompt-view .prompt-text")).to_contain_text("<|im_start|>user")
+    expect(shared_page.locator("#chat-editor .cm-content")).to_contain_text("Qwen3")
+    shared_page.wait_for_timeout(1000)
     loads = [body for body in sent if '"qwen3"' in body]
     assert len(loads) == 1, loads

@@ -182,5 +182,5 @@ def test_check_on_a_folder_in_a_real_process(tmp_path):
     folder = model_folder(tmp_path / "model", response_template=False)
     result = engine_process("check", folder, "--format", "github", "--strict")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "::notice title=round_trip%2C streaming%2C response_lint::Not run: there is no response template yet" \
+    assert "::notice title=round_trip%2C streaming%2C robustness%2C response_lint::Not run: there is no response template yet" \
         in result.stdout

@@ -24,9 +24,11 @@ MODEL = Path(__file__).resolve().parents[1] / "fixtures" / "own_model"
 FILES = [str(MODEL / "chat_template.jinja"), str(MODEL / "tokenizer_config.json")]
 LAPTOP = {"width": 1440, "height": 900}
 CALL = '[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "a1B2c3D4e"}]'
-# A call with text before it (the template drops content before calls), and one with more after its JSON.
+# A call with text before it (the template drops content before calls), and a long one whose JSON breaks
+# far along its line (a key the model left unquoted; text after the list is content since issue 30).
 WITH_CONTENT = "Let me check the weather for you." + CALL + "</s>"
-EXTRA = CALL + " and then I will answer in full once the tool has told me what the weather in Paris is</s>"
+BROKEN = ('[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris", "note": "and then I will answer in full '
+          'once the tool has told me what the weather in Paris is", units: "metric"}, "id": "a1B2c3D4e"}]</s>')
 
 
 def upload(page: Page) -> None:
@@ -150,13 +152,14 @@ def test_the_walk_through_with_a_model_of_ones_own(page: Page) -> None:
     assert paste.bounding_box()["y"] + paste.bounding_box()["height"] <= LAPTOP["height"]
     assert "done" in paste_and_run(page, WITH_CONTENT)
     expect(page.locator("#message-view")).to_contain_text("get_weather")
-    paste_and_run(page, EXTRA)
+    paste_and_run(page, BROKEN)
     diagnostics = page.locator("#run-diagnostics")
-    column = EXTRA.index("and then") + 1
-    expect(diagnostics).to_contain_text(f"could not parse its region as JSON: Extra data at output line 1, column {column}")
+    column = BROKEN.index("units") + 1
+    expect(diagnostics).to_contain_text("could not parse its region as JSON: Expecting property name enclosed in double "
+                                        f"quotes at output line 1, column {column}")
     expect(diagnostics).to_contain_text("response template line")
-    expect(diagnostics.locator(".hint")).to_contain_text("The JSON value ends before")
-    expect(page.locator("#stream-view .error-char")).to_have_text("a")  # the `a` of "and then", marked
+    expect(diagnostics.locator(".hint")).to_contain_text("The model writes keys without quotes")
+    expect(page.locator("#stream-view .error-char")).to_have_text("u")  # the `u` of the unquoted units, marked
     snippet = diagnostics.locator(".snippet").first
     page.wait_for_function("(el) => el.querySelector('.caret') && el.querySelector('.caret').dataset.shown",
                            arg=snippet.element_handle())
@@ -165,7 +168,7 @@ def test_the_walk_through_with_a_model_of_ones_own(page: Page) -> None:
     assert caret[2] > caret[1] and 0 <= caret[0] < caret[1], caret  # a long line, scrolled to its caret
     screenshot(page, "own-model-parse-error")
     reload(page)
-    expect(page.locator("#pasted-output textarea")).to_have_value(EXTRA)  # the last paste, not an older one
+    expect(page.locator("#pasted-output textarea")).to_have_value(BROKEN)  # the last paste, not an older one
 
     # ----- the conversation editor: ids, and one numbering -------------------------------------------
     pick(page, "case-picker", "tool call")

@@ -21,7 +21,7 @@ import pytest
 
 from engine.cases import Case, render_case
 from engine.cli import main
-from engine.runners import RemoteRunner, RunnerError
+from engine.runners import RemoteRunner, RunnerError, remote
 from engine.trace import Trace
 from tests.servers import free_port, serving
 from tests.tiny_model import (
@@ -76,7 +76,16 @@ def test_the_tokenizer_matches_the_served_one(server: Server) -> None:
 
 
 @pytest.mark.slow  # a real `transformers serve` (started once for the module)
-def test_streams_a_scripted_completion_and_parses_it(server: Server) -> None:
+def test_streams_a_scripted_completion_and_parses_it(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
+    events = []  # the server's events as the runner read them, to compare with what it passed on
+    read_events = remote._events
+
+    def recorded(*args, **kwargs):
+        for data in read_events(*args, **kwargs):
+            events.append(data)
+            yield data
+
+    monkeypatch.setattr(remote, "_events", recorded)
     runner = RemoteRunner(server.url, server.model, max_tokens=200, temperature=0,
                           response_template=CHATML_RESPONSE_TEMPLATE, extra_body=server.script(SCRIPT))
     trace = Trace(json.loads(CHATML_RESPONSE_TEMPLATE), prompt=PROMPT, tools=CASE.tools)
@@ -88,12 +97,13 @@ def test_streams_a_scripted_completion_and_parses_it(server: Server) -> None:
     output = "".join(c.text for c in chunks)
     # The server keeps the ordinary added tokens but drops the special end-of-turn token.
     assert output == SCRIPT.removesuffix("<|im_end|>")
-    # Streamed token by token: transformers serve sends one event per token, except where its
-    # DecodeStream holds a token back until the next one settles the text (seen: `name` + `":`), so a
-    # few events carry two.
+    # Streamed as the server sent it: one chunk per event that carries text, none held back or merged.
+    # (transformers serve sends one event per token on a quiet machine; a reader that fell behind the
+    # generation joins the texts already queued into one event, so the count of events is the server's.)
+    texts = [remote._parse_event(data)[0] for data in events if data != "[DONE]"]
+    assert [c.text for c in chunks] == [text for text in texts if text]
     tokens = len(server.tokenizer.encode(SCRIPT, add_special_tokens=False)) - 1
-    assert tokens * 0.9 <= len(chunks) <= tokens
-    assert all(len(server.tokenizer.encode(c.text, add_special_tokens=False)) <= 2 for c in chunks)
+    assert 1 < len(chunks) <= tokens
     assert [c.tokens for c in chunks] == list(range(1, len(chunks) + 1))
     assert runner.finish_reason == "stop"
     assert trace.diagnostics == []

@@ -22,6 +22,14 @@ BROWSER_TESTS = ROOT / "tests" / "browser"
 SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Two processes run the suite (`-n 2 --dist loadgroup` in .ci/run, pytest-xdist): each module stays
+    on one of them, so its module fixtures (a public server, a `transformers serve`) start once, and
+    every browser test on the same one, so one app server and one Chromium serve them all."""
+    path = Path(item.path)
+    item.add_marker(pytest.mark.xdist_group("browser" if path.is_relative_to(BROWSER_TESTS) else path.stem))
+
+
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Fail collection when a test lacks the marker the fast loop (`-m "not browser and not slow"`)

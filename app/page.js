@@ -39,7 +39,7 @@
     }
     const pick = event.target.closest('.editor-switch button');
     if (pick) showEditor(pick.dataset.show);
-    if (event.target.closest('#present-toggle')) present(!root.classList.contains('presenting'));
+    if (event.target.closest('#present-toggle, [data-present-toggle]')) present(!root.classList.contains('presenting'));
     // The header's status line: its Undo presses the hidden button of the event; × hides the line.
     const press = event.target.closest('[data-press]');
     if (press) { const target = document.getElementById(press.dataset.press); if (target) target.click(); }

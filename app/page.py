@@ -45,20 +45,22 @@ from .publish_panel import build_publish_tab, download_zip, open_pull_request, p
 from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
-from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, SAVE_JS, save_settings, share_code
+from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, RESTORED_JS, SAVE_JS, save_settings, share_code
 from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
+from .walk import WALK_BAR
 from .wiring import Wiring
 from .workbench import (build_prompt_view, edit_case, edit_chat_template, edit_response_template, explain_view, refresh,
                         refreshed, sync, toggle_tokens, view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
-CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
+CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css", "walk.css"))
 # The page's scripts, each a function run once the page is drawn: the page's own behaviour, then the
-# conversation editor (which uses the page's helpers), then provenance (where each character came from).
+# conversation editor (which uses the page's helpers), then provenance (where each character came from),
+# the sizes of the prompt and the output, and presentation mode's step-by-step walk.
 JS = "() => {\n" + "".join(f"({(ASSETS / name).read_text(encoding='utf-8').strip()})();\n"
-                          for name in ("page.js", "conversation.js", "provenance.js")) + "}"
+                          for name in ("page.js", "conversation.js", "provenance.js", "layout.js", "walk.js")) + "}"
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",
@@ -383,13 +385,18 @@ def build() -> gr.Blocks:
                     with gr.Column(elem_id="editors-area", min_width=300):
                         gr.HTML(EDITOR_SWITCH, elem_id="editor-switch-box")
                         ui.add(**build_editors())
-                    # Presentation mode shows the conversation here (app/conversation.js moves its view in).
+                    # Presentation mode shows its walk's bar (app/walk.js) and the conversation here
+                    # (app/conversation.js moves its view in).
+                    gr.HTML(WALK_BAR, elem_id="walk-box")
                     gr.HTML('<div class="panel-title">Conversation</div><div class="present-slot"></div>',
                             elem_id="present-conversation", elem_classes=["panel"])
-                    with gr.Column(elem_id="prompt-area", min_width=300):
-                        ui.add(**build_prompt_panel())
-                    with gr.Column(elem_id="output-area", min_width=300):
-                        ui.add(**runs.build_output_panel())
+                    # The prompt above the output, in one column whose split follows what is on screen
+                    # (app/layout.js): the prompt grows with its text, the output gets its room after a run.
+                    with gr.Column(elem_id="view-area", min_width=300):
+                        with gr.Column(elem_id="prompt-area", min_width=300):
+                            ui.add(**build_prompt_panel())
+                        with gr.Column(elem_id="output-area", min_width=300):
+                            ui.add(**runs.build_output_panel())
                 with gr.Row(equal_height=False, elem_id="details-row"):
                     with gr.Column(scale=3, min_width=320, elem_id="case-area"):
                         ui.add(**cases.build_case_panel())
@@ -437,7 +444,8 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
 
     ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     ui.on(page.load, None, js=RESTORE_GATE_JS)
-    ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    restored = ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    ui.on(restored.then, None, js=RESTORED_JS)  # the page's scripts learn the workspace they show is the restored one
     # `select`, not `input`: Gradio's dropdown sends `input` twice for one pick (twice the work and
     # twice the answer); and straight to the handler (no queue round trip), as an edit.
     ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,

@@ -119,5 +119,5 @@ def test_presentation_colours_the_prompt_and_the_conversation_alike_with_the_sam
     page.wait_for_selector('#present-conversation [data-message="2"].pv-msg')
     screenshot(page, "presentation-by-message")
     # Leaving it gives this browser's own choice back (never switched on here: off).
-    page.click("#present-toggle")
+    page.click("#walk-box [data-present-toggle]")
     page.wait_for_function("!document.getElementById('prompt-panel').classList.contains('by-message')")

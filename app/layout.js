@@ -146,14 +146,20 @@
     size(Math.floor(fitted * 100 + 1e-6) / 100);
   }
 
-  let last = null;
+  // When to lay out again: the page's observer (app/page.js) tells of every change, but a streaming
+  // run changes the page 15 times a second, and measuring then would lay the page out each time. So a
+  // change is looked at only through what it costs nothing to read (the window, the mode, whether a run
+  // is shown, whether the prompt is explained); sizes are watched by a ResizeObserver on the prompt's
+  // text and on the column, which tells when they change, after the browser laid them out.
+  let last = null;  // what the split was computed for
+  let state = null;  // the cheap state it was computed in
   function layout() {
     const bench = document.getElementById('workbench'), views = document.getElementById('view-area');
     const el = view(), area = document.getElementById('prompt-area'), output = document.getElementById('output-area');
     if (!bench || !views || !el || !area || !output) return;
     const presenting = root.classList.contains('presenting');
     const run = hasRun();
-    bench.dataset.run = run ? 'shown' : 'none';
+    if (bench.dataset.run !== (run ? 'shown' : 'none')) bench.dataset.run = run ? 'shown' : 'none';
     if (NARROW.matches) {
       bench.style.removeProperty('--prompt-h');
       bench.style.removeProperty('--present-h');
@@ -162,11 +168,9 @@
       return;
     }
     const text = el.querySelector('.prompt-text');
-    const walk = document.getElementById('walk-box');
-    const key = [innerWidth, innerHeight, presenting, run, held !== null ? held : content(el),
-      text && text.dataset.pieces ? 1 : 0, walk ? walk.offsetHeight : 0, views.clientWidth].join();
-    if (key === last && (text === layout.text || held !== null)) { keepEnd(); return; }
-    layout.text = text;
+    const key = () => [innerWidth, innerHeight, presenting, run, held !== null ? held : content(el),
+      text && text.dataset.pieces ? 1 : 0, views.clientWidth, views.clientHeight].join();
+    if (key() === last) { keepEnd(); return; }
     if (presenting) {
       const top = bench.getBoundingClientRect().top + window.scrollY;
       bench.style.setProperty('--present-h', `${Math.max(360, Math.floor(innerHeight - top - 10))}px`);
@@ -189,12 +193,27 @@
     if (presenting) fitType(el, room - chrome);
     else el.style.removeProperty('--present-font');
     const height = Math.max(Math.min(chrome + PROMPT_MIN, room), Math.min(room, chrome + content(el) + 2));
-    bench.style.setProperty('--prompt-h', `${height}px`);
-    last = [innerWidth, innerHeight, presenting, run, held !== null ? held : content(el),
-      text && text.dataset.pieces ? 1 : 0, walk ? walk.offsetHeight : 0, views.clientWidth].join();
+    if (bench.style.getPropertyValue('--prompt-h') !== `${height}px`) bench.style.setProperty('--prompt-h', `${height}px`);
+    last = key();
     keepEnd();
   }
-  window.playgroundAfterChange(layout);
+  function cheap() {
+    const text = $('#prompt-view .prompt-text');
+    return [innerWidth, innerHeight, root.classList.contains('presenting'), hasRun(), NARROW.matches,
+      text ? `${text.dataset.pieces ? 1 : 0}${text.dataset.explain || ''}` : ''].join();
+  }
+  const sizes = new ResizeObserver(() => layout());
+  const watched = new Set();
+  function watch() {
+    for (const el of [document.getElementById('view-area'), $('#prompt-view .html-container')]) {
+      if (el && !watched.has(el)) { watched.add(el); sizes.observe(el); }
+    }
+  }
+  window.playgroundAfterChange(() => {
+    watch();
+    const now = cheap();
+    if (now !== state) { state = now; layout(); }
+  });
   window.addEventListener('resize', layout);
   NARROW.addEventListener('change', layout);
   document.addEventListener('playground:present', () => { last = null; stick = true; requestAnimationFrame(layout); });

@@ -195,8 +195,10 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
 def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
          diagnostics: list[Diagnostic] | None = None, detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
-    than a fill and then a second round trip for the prompt."""
-    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
+    than a fill and then a second round trip for the prompt. Where the prompt's characters came from
+    follows at once (the page asks: `workbench.explain_view`): explaining compiles a second, marked
+    copy of a template the worker has not seen yet, which took as long again as the render."""
+    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace, explain=False)}
 
 
 def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
@@ -352,6 +354,8 @@ def build() -> gr.Blocks:
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
         # Pressed by the page's own script when there is a share link or a saved copy to restore.
         ui.add(restore_button=gr.Button("Restore", elem_id="restore-button", elem_classes=["hidden-trigger"]))
+        # Pressed by the page's script once the author pauses: where the prompt's characters came from.
+        ui.add(explain_button=gr.Button("Explain the prompt", elem_id="explain-button", elem_classes=["hidden-trigger"]))
         # Pressed by the status line's Undo (page.js: `data-press`).
         ui.add(load_undo=gr.Button("Undo the load", elem_id=UNDO_BUTTON, elem_classes=["hidden-trigger"]))
         with gr.Row(equal_height=False, elem_id="header-row"):
@@ -429,17 +433,14 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     # Edits: each editor sends only its own text (the session holds the rest), straight to the
     # handler (queue=False: no queue round trip per keystroke; a session refreshes one at a time).
     typing: dict[str, Any] = {"trigger_mode": "always_last", "show_progress": "hidden", "queue": False, "preprocess": False, "postprocess": False}
-    keystrokes = [
-        ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing),
-        ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
-              REFRESH_OUTPUTS, **typing),
-        ui.on([ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS], edit_case, REFRESH_INPUTS,
-              REFRESH_OUTPUTS, **typing),
-    ]  # fmt: skip
-    # Each keystroke's prompt is shown first; where each of its characters came from follows.
-    for keystroke in keystrokes:
-        ui.on(keystroke.then, explain_view, ["session", "show_whitespace"], ["prompt", "prompt_info"],
-              **{k: v for k, v in typing.items() if k != "trigger_mode"})
+    ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing)
+    ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
+          REFRESH_OUTPUTS, **typing)
+    ui.on([ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS], edit_case, REFRESH_INPUTS,
+          REFRESH_OUTPUTS, **typing)
+    # Each keystroke's prompt is shown first; where each of its characters came from follows once the
+    # author pauses (the page presses the hidden Explain button: provenance.js).
+    ui.on(ui["explain_button"].click, explain_view, ["session", "show_whitespace"], ["prompt", "prompt_info"], **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
     ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)

@@ -342,10 +342,35 @@
     try { window.localStorage.setItem(BY_MESSAGE, event.target.checked ? '1' : ''); } catch (e) {}
   });
 
+  // ----- a prompt shown unexplained is explained once the author pauses ------------------------------
+  // A keystroke's answer (and a preset's) comes without where the prompt's characters came from
+  // (`data-explain="later-N"`: app/workbench.py); once no key was pressed for EXPLAIN_AFTER ms (each key
+  // starts the wait again; a preset picked with the mouse is explained at once) the hidden Explain
+  // button asks for it, once per prompt shown. Explaining in every keystroke's call, or in a call
+  // chained to each, kept the render worker busy while the next key waited for it.
+  const EXPLAIN_AFTER = 400;
+  let waiting = null, asked = null, seenMark = null, lastKey = -Infinity;
+  const later = () => { const t = promptText(); const m = t && t.dataset.explain; return m && m.startsWith('later') ? m : null; };
+  function explainLater() {
+    clearTimeout(waiting);
+    waiting = null;
+    const mark = later();
+    if (!mark || asked === mark) return;
+    waiting = setTimeout(() => {
+      waiting = null;
+      const now = later();
+      const button = document.getElementById('explain-button');
+      if (now && asked !== now && button) { asked = now; button.click(); }
+    }, Math.max(0, EXPLAIN_AFTER - (performance.now() - lastKey)));
+  }
+  document.addEventListener('keydown', () => { lastKey = performance.now(); if (waiting !== null) explainLater(); }, true);
+
   // After every change of the page (the page's one observer, app/page.js): CodeMirror redraws lines
   // as it scrolls, a refresh replaces the prompt (or only its attributes), panels come back.
   let shownPieces = null;
   window.playgroundAfterChange(() => {
+    const mark = later();
+    if (mark !== seenMark) { seenMark = mark; explainLater(); }
     cardsFollow();
     for (const id of ['chat-editor', 'messages-editor', 'response-editor']) paint(id);
     const text = promptText();

@@ -337,7 +337,8 @@
       return;
     }
     steps = compute();
-    if (target !== null && !restoring && promptText()) {
+    const explained = promptText() && !promptText().dataset.explain;  // (its pieces come right after the prompt)
+    if (target !== null && !restoring && explained) {
       const runAt = steps.findIndex((s) => s.kind === 'run');  // a step at or past the run is in its output
       const wantsOutput = runAt >= 0 && target >= runAt;
       const replay = /recorded|simulated/i.test(($('#runner-choice input') || {}).value || '');

@@ -231,8 +231,10 @@ class Workspace:
             "kwarg_specs": self.kwarg_specs,
             "cases": [c.to_dict() for c in self.cases],
             "case_name": self.case_name,
-            "recordings": [asdict(r) for r in self.recordings],
-            "run": asdict(self.run),
+            # Their fields as they are (plain values: the JSON is `asdict`'s), not deep copies: a share
+            # code is encoded on every edit, and copying every recording took most of its time.
+            "recordings": [_fields(r) for r in self.recordings],
+            "run": _fields(self.run),
             "round_trip_differences": self.round_trip_differences,
             "other_templates": self.other_templates,
             "source_repo": self.source_repo,
@@ -277,6 +279,11 @@ class Workspace:
 
     def copy(self) -> Workspace:
         return copy.deepcopy(self)
+
+
+def _fields(item: Any) -> dict[str, Any]:
+    """A dataclass's fields by name (not copied)."""
+    return {f.name: getattr(item, f.name) for f in fields(item)}
 
 
 def fingerprint(item: Case | Recording) -> str:

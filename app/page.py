@@ -299,6 +299,7 @@ def set_first_view(ui: Wiring) -> None:
     """Give the page's components the values of `first_view`, as if they had been built with them:
     what Gradio serves as the page, and its constructor arguments (Gradio rebuilds a component from
     those when an event updates it, and checks a dropdown's value against the choices it finds there)."""
+    ui.served = dict(first_view())  # what an answer need not send again (wiring.not_shown_yet)
     for name, value in first_view().items():
         component = ui[name]
         update = value if isinstance(value, dict) and value.get("__type__") == "update" else {"value": value}
@@ -448,9 +449,11 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     restored = ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
     ui.on(restored.then, None, js=RESTORED_JS)  # the page's scripts learn the workspace they show is the restored one
     # `select`, not `input`: Gradio's dropdown sends `input` twice for one pick (twice the work and
-    # twice the answer); and straight to the handler (no queue round trip), as an edit.
+    # twice the answer); and straight to the handler (no queue round trip), as an edit. Its 60 values
+    # are sent as they are (no `postprocess`: each was a trip to a thread, and every value is already
+    # what the page shows: text, numbers, booleans, a choice).
     ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
-          show_progress="hidden")
+          show_progress="hidden", postprocess=False)
     ui.on(ui["hub_load"].click, load_hub, ["hub_repo", "hub_revision", *LOAD_INPUTS], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["files", *LOAD_INPUTS], LOAD_SHOWN)
     ui.on(ui["load_undo"].click, undo_load, ["session", "show_whitespace"], WORKSPACE_SHOWN)

@@ -17,7 +17,7 @@ from .cases import Case, Recording, passed_kwargs, render_case
 from .checks import CheckReport, Sample, run_checks
 from .draft import Draft, draft_response_template
 from .formats import Format
-from .presets import Preset, load_preset
+from .presets import Preset, load_preset, preset_names
 from .render import RenderResult
 
 RUNNERS = ("recorded", "simulated", "local", "remote")
@@ -343,3 +343,12 @@ def _str_dict(value: Any, name: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValueError(f"{name} must map names to strings")
     return dict(value)
+
+
+def compile_presets() -> None:
+    """Render every preset's first case, explained, in this process. A render worker does this once
+    when the app starts it (`engine.sandbox.Pool.warm`), so the first visitor to pick a preset does
+    not wait for its templates to compile: transformers' compiled template and the explained copy are
+    cached per process, and a cold one took 60 to 150 ms of a preset switch (gpt-oss)."""
+    for name in preset_names():
+        Workspace.from_preset(load_preset(name)).render(with_generation_start=True, explain=True)

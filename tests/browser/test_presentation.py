@@ -201,7 +201,7 @@ def step_problems(seen: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("size", list(SIZES.values()), ids=list(SIZES))
-def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url: str, size: dict):
+def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url: str, size: dict, axe_installed: None):
     """→ from the whole turn through the conversation, the prompt message by message, a run (→ starts
     it), its regions and the parsed message; then ◀ back to the start, each step as it was."""
     context = browser.new_context(viewport=size)
@@ -211,7 +211,7 @@ def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url:
         open_app(page, app_url)
         set_number(page, "pace", 0)
         page.click("#present-toggle")
-        problems = []
+        problems, audited = [], {}
         for display, name in preset_choices():
             pick(page, "preset-picker", display)
             wait_for_prompt(page, next(iter(prompts(name).values())))
@@ -228,6 +228,8 @@ def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url:
                 if now["index"] == forward[-1]["index"]:
                     break
                 forward.append(now)
+                if name == "smollm3" and now["kind"] in ("prompt:message", "output") and now["kind"] not in audited:
+                    audited[now["kind"]] = axe.serious(axe.audit(page))  # the walk's marks, badges and caption
             kinds = [s["kind"] for s in forward]
             assert kinds[:2] == ["overview", "conversation"] and "prompt:message" in kinds and kinds[-1] == "message", (name, kinds)
             assert "output" in kinds and "run" not in kinds, (name, kinds)
@@ -240,6 +242,7 @@ def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url:
             for seen in forward + back:
                 problems += [f"{name} step {seen['index']} ({seen['kind']}): {p}" for p in step_problems(seen)]
         assert not problems, "\n".join(problems)
+        assert set(audited) == {"prompt:message", "output"} and not any(audited.values()), audited
         assert page.url.endswith("present=1")  # back at the whole turn: no step in the address
     finally:
         context.close()

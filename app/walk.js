@@ -90,7 +90,8 @@
   function compute() {
     const text = promptText();
     const pieces = text ? text.dataset.pieces || '' : null;
-    if (text !== seen.text || pieces !== seen.pieces) {
+    const stale = seen.groups.length && seen.groups[0].spans.length && !seen.groups[0].spans[0].isConnected;
+    if (text !== seen.text || pieces !== seen.pieces || stale) {  // (the page may keep the element, not its pieces)
       Object.assign(seen, { text, pieces, groups: promptGroups() });
       seen.version++;
     }

@@ -229,6 +229,8 @@ def test_the_walk_goes_through_a_run_forward_and_back(browser: Browser, app_url:
                     break
                 forward.append(now)
                 if name == "smollm3" and now["kind"] in ("prompt:message", "output") and now["kind"] not in audited:
+                    expect(page.locator("#run-button")).to_be_enabled()  # (and faded back in: Gradio animates it)
+                    page.wait_for_timeout(500)
                     audited[now["kind"]] = axe.serious(axe.audit(page))  # the walk's marks, badges and caption
             kinds = [s["kind"] for s in forward]
             assert kinds[:2] == ["overview", "conversation"] and "prompt:message" in kinds and kinds[-1] == "message", (name, kinds)

@@ -161,8 +161,8 @@
     const run = hasRun();
     if (bench.dataset.run !== (run ? 'shown' : 'none')) bench.dataset.run = run ? 'shown' : 'none';
     if (NARROW.matches) {
-      bench.style.removeProperty('--prompt-h');
-      bench.style.removeProperty('--present-h');
+      area.style.removeProperty('height');
+      bench.style.removeProperty('height');
       last = null;
       keepEnd();
       return;
@@ -173,9 +173,10 @@
     if (key() === last) { keepEnd(); return; }
     if (presenting) {
       const top = bench.getBoundingClientRect().top + window.scrollY;
-      bench.style.setProperty('--present-h', `${Math.max(360, Math.floor(innerHeight - top - 10))}px`);
+      const fill = `${Math.max(360, Math.floor(innerHeight - top - 10))}px`;
+      if (bench.style.height !== fill) bench.style.height = fill;
     } else {
-      bench.style.removeProperty('--present-h');
+      bench.style.removeProperty('height');
     }
     const total = views.clientHeight;
     const chrome = area.offsetHeight - el.clientHeight;  // the prompt panel's title, legend and info line
@@ -193,14 +194,16 @@
     if (presenting) fitType(el, room - chrome);
     else el.style.removeProperty('--present-font');
     const height = Math.max(Math.min(chrome + PROMPT_MIN, room), Math.min(room, chrome + content(el) + 2));
-    if (bench.style.getPropertyValue('--prompt-h') !== `${height}px`) bench.style.setProperty('--prompt-h', `${height}px`);
+    // The box's own height, not a custom property on the workbench: that would restyle every element
+    // under it (the editors' lines included) at each preset.
+    if (area.style.height !== `${height}px`) area.style.height = `${height}px`;
     last = key();
     keepEnd();
   }
   function cheap() {
     const text = $('#prompt-view .prompt-text');
     return [innerWidth, innerHeight, root.classList.contains('presenting'), hasRun(), NARROW.matches,
-      text ? `${text.dataset.pieces ? 1 : 0}${text.dataset.explain || ''}` : ''].join();
+      text ? `${text.dataset.pieces ? 1 : 0}${text.dataset.explain ? 1 : 0}` : ''].join();
   }
   const sizes = new ResizeObserver(() => layout());
   const watched = new Set();

@@ -195,10 +195,9 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
 def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
          diagnostics: list[Diagnostic] | None = None, detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
-    than a fill and then a second round trip for the prompt. Where the prompt's characters came from
-    follows at once (the page asks: `workbench.explain_view`): explaining compiles a second, marked
-    copy of a template the worker has not seen yet, which took as long again as the render."""
-    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace, explain=False)}
+    than a fill and then a second round trip for the prompt (or for its explanation: a preset's
+    templates are compiled, and explained, in the render workers when the app starts them)."""
+    return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
 
 
 def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
@@ -481,8 +480,11 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
-    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **quiet)
-    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **quiet)
+    # Which boxes show follows the runner and the recording, however they changed (a preset sets the
+    # recording): straight to the handler (a queued event costs its own join and event stream).
+    visibility: dict[str, Any] = {"show_progress": "hidden", "queue": False}
+    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **visibility)
+    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **visibility)
     ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
     # A paste is saved when the box's value changes, however it changed: Gradio's `input` comes from a
     # key press, before a Ctrl+V's text is in the box, and never for a paste from the menu (a reload

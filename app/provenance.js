@@ -343,12 +343,12 @@
   });
 
   // ----- a prompt shown unexplained is explained once the author pauses ------------------------------
-  // A keystroke's answer (and a preset's) comes without where the prompt's characters came from
-  // (`data-explain="later-N"`: app/workbench.py); once no key was pressed for EXPLAIN_AFTER ms (each key
-  // starts the wait again; a preset picked with the mouse is explained at once) the hidden Explain
-  // button asks for it, once per prompt shown. Explaining in every keystroke's call, or in a call
-  // chained to each, kept the render worker busy while the next key waited for it.
-  const EXPLAIN_AFTER = 400;
+  // A keystroke's answer comes without where the prompt's characters came from (`data-explain="later-N"`:
+  // app/workbench.py); once no key was pressed for EXPLAIN_AFTER ms (each key starts the wait again)
+  // the hidden Explain button asks for it, once per prompt shown. Explaining in every keystroke's call,
+  // or in a call chained to each, kept the render worker busy while the next key waited for it (one
+  // render per visitor at a time); a shorter wait still met the next key of a slow typist.
+  const EXPLAIN_AFTER = 700;
   let waiting = null, asked = null, seenMark = null, lastKey = -Infinity;
   const later = () => { const t = promptText(); const m = t && t.dataset.explain; return m && m.startsWith('later') ? m : null; };
   function explainLater() {

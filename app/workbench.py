@@ -240,7 +240,7 @@ def explain_view(session: Session, show_whitespace: bool) -> dict[str, Any]:
     and its info line. A keystroke is answered without it: explaining compiles a marked copy of the
     edited template in the worker, which doubles an edit's work (`python -m benchmarks`:
     `explain_ratio`), and the author is typing. Asked for by the page (the hidden Explain button,
-    pressed by provenance.js `EXPLAIN_AFTER` ms after the last key, when the prompt shown says
+    pressed by provenance.js `EXPLAIN_AFTER` (700) ms after the last key, when the prompt shown says
     `data-explain="later"`) rather than chained to every keystroke: an explanation per key kept the
     worker busy while the next key waited for it. Nothing while a newer edit is being rendered (its
     prompt asks again), and one explanation per session at a time (it explains the latest edit

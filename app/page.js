@@ -39,7 +39,7 @@
     }
     const pick = event.target.closest('.editor-switch button');
     if (pick) showEditor(pick.dataset.show);
-    if (event.target.closest('#present-toggle')) present(!root.classList.contains('presenting'));
+    if (event.target.closest('#present-toggle, [data-present-toggle]')) present(!root.classList.contains('presenting'));
     // The header's status line: its Undo presses the hidden button of the event; × hides the line.
     const press = event.target.closest('[data-press]');
     if (press) { const target = document.getElementById(press.dataset.press); if (target) target.click(); }
@@ -72,6 +72,9 @@
   afterChange.push(() => {
     const status = document.getElementById('top-status');
     const now = status ? status.innerHTML : '';
+    // Nothing to say: the line takes no room (a `:has()` rule did this, at a cost on every change; set
+    // after every change, since Gradio may redraw the element's classes).
+    if (status) status.classList.toggle('status-empty', !status.querySelector('.status-note, .diags'));
     if (now !== statusShown) { statusShown = now; keepInView(); }
   });
   window.addEventListener('resize', keepInView);
@@ -208,7 +211,8 @@
     hint.className = 'kbd-hint';
     hint.id = `kbd-hint-${++hints}`;
     hint.textContent = 'Tab indents · Esc then Tab leaves the editor · Ctrl+Enter runs';
-    editor.after(hint);
+    editor.after(hint);  // shown while the editor has focus: `.cm-editor:focus-within + .kbd-hint`
+    editor.parentElement.classList.add('kbd-host');
     content.setAttribute('aria-describedby', hint.id);
   }
   afterChange.push(fixPalette, fixFocus);

@@ -45,20 +45,22 @@ from .publish_panel import build_publish_tab, download_zip, open_pull_request, p
 from .run_panel import settings_updates
 from .run_stream import OUTPUTS as RUN_OUTPUTS
 from .run_stream import SETTINGS
-from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, SAVE_JS, save_settings, share_code
+from .share import BOOT_JS, LINK_JS, RESTORE_GATE_JS, RESTORED_JS, SAVE_JS, save_settings, share_code
 from .sources import from_files, from_hub, from_preset, preset_choices, restore
 from .state import Session, default_workspace
 from .step_panel import build_step_view, step_through
+from .walk import WALK_BAR
 from .wiring import Wiring
 from .workbench import (build_prompt_view, edit_case, edit_chat_template, edit_response_template, explain_view, refresh,
                         refreshed, sync, toggle_tokens, view_outputs)
 
 ASSETS = Path(__file__).resolve().parent
-CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css"))
+CSS = "\n".join((ASSETS / name).read_text(encoding="utf-8") for name in ("style.css", "provenance.css", "walk.css"))
 # The page's scripts, each a function run once the page is drawn: the page's own behaviour, then the
-# conversation editor (which uses the page's helpers), then provenance (where each character came from).
+# conversation editor (which uses the page's helpers), then provenance (where each character came from),
+# the sizes of the prompt and the output, and presentation mode's step-by-step walk.
 JS = "() => {\n" + "".join(f"({(ASSETS / name).read_text(encoding='utf-8').strip()})();\n"
-                          for name in ("page.js", "conversation.js", "provenance.js")) + "}"
+                          for name in ("page.js", "conversation.js", "provenance.js", "layout.js", "walk.js")) + "}"
 THEME = gr.themes.Soft(
     primary_hue="indigo",
     secondary_hue="teal",
@@ -193,7 +195,8 @@ def fill(session: Session, workspace: Workspace, note: str = "", diagnostics: li
 def show(session: Session, workspace: Workspace, show_whitespace: bool, note: str = "",
          diagnostics: list[Diagnostic] | None = None, detail: str = "") -> dict[str, Any]:
     """Show `workspace` in every panel, its prompt included (`WORKSPACE_SHOWN`): one answer, rather
-    than a fill and then a second round trip for the prompt."""
+    than a fill and then a second round trip for the prompt (or for its explanation: a preset's
+    templates are compiled, and explained, in the render workers when the app starts them)."""
     return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
 
 
@@ -295,6 +298,7 @@ def set_first_view(ui: Wiring) -> None:
     """Give the page's components the values of `first_view`, as if they had been built with them:
     what Gradio serves as the page, and its constructor arguments (Gradio rebuilds a component from
     those when an event updates it, and checks a dropdown's value against the choices it finds there)."""
+    ui.served = dict(first_view())  # what an answer need not send again (wiring.not_shown_yet)
     for name, value in first_view().items():
         component = ui[name]
         update = value if isinstance(value, dict) and value.get("__type__") == "update" else {"value": value}
@@ -350,6 +354,8 @@ def build() -> gr.Blocks:
         ui.add(session=gr.State(Session.empty()), boot=gr.Textbox(visible=False), saved_code=gr.Textbox(visible=False))
         # Pressed by the page's own script when there is a share link or a saved copy to restore.
         ui.add(restore_button=gr.Button("Restore", elem_id="restore-button", elem_classes=["hidden-trigger"]))
+        # Pressed by the page's script once the author pauses: where the prompt's characters came from.
+        ui.add(explain_button=gr.Button("Explain the prompt", elem_id="explain-button", elem_classes=["hidden-trigger"]))
         # Pressed by the status line's Undo (page.js: `data-press`).
         ui.add(load_undo=gr.Button("Undo the load", elem_id=UNDO_BUTTON, elem_classes=["hidden-trigger"]))
         with gr.Row(equal_height=False, elem_id="header-row"):
@@ -383,13 +389,18 @@ def build() -> gr.Blocks:
                     with gr.Column(elem_id="editors-area", min_width=300):
                         gr.HTML(EDITOR_SWITCH, elem_id="editor-switch-box")
                         ui.add(**build_editors())
-                    # Presentation mode shows the conversation here (app/conversation.js moves its view in).
+                    # Presentation mode shows its walk's bar (app/walk.js) and the conversation here
+                    # (app/conversation.js moves its view in).
+                    gr.HTML(WALK_BAR, elem_id="walk-box")
                     gr.HTML('<div class="panel-title">Conversation</div><div class="present-slot"></div>',
                             elem_id="present-conversation", elem_classes=["panel"])
-                    with gr.Column(elem_id="prompt-area", min_width=300):
-                        ui.add(**build_prompt_panel())
-                    with gr.Column(elem_id="output-area", min_width=300):
-                        ui.add(**runs.build_output_panel())
+                    # The prompt above the output, in one column whose split follows what is on screen
+                    # (app/layout.js): the prompt grows with its text, the output gets its room after a run.
+                    with gr.Column(elem_id="view-area", min_width=300):
+                        with gr.Column(elem_id="prompt-area", min_width=300):
+                            ui.add(**build_prompt_panel())
+                        with gr.Column(elem_id="output-area", min_width=300):
+                            ui.add(**runs.build_output_panel())
                 with gr.Row(equal_height=False, elem_id="details-row"):
                     with gr.Column(scale=3, min_width=320, elem_id="case-area"):
                         ui.add(**cases.build_case_panel())
@@ -422,26 +433,26 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     # Edits: each editor sends only its own text (the session holds the rest), straight to the
     # handler (queue=False: no queue round trip per keystroke; a session refreshes one at a time).
     typing: dict[str, Any] = {"trigger_mode": "always_last", "show_progress": "hidden", "queue": False, "preprocess": False, "postprocess": False}
-    keystrokes = [
-        ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing),
-        ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
-              REFRESH_OUTPUTS, **typing),
-        ui.on([ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS], edit_case, REFRESH_INPUTS,
-              REFRESH_OUTPUTS, **typing),
-    ]  # fmt: skip
-    # Each keystroke's prompt is shown first; where each of its characters came from follows.
-    for keystroke in keystrokes:
-        ui.on(keystroke.then, explain_view, ["session", "show_whitespace"], ["prompt", "prompt_info"],
-              **{k: v for k, v in typing.items() if k != "trigger_mode"})
+    ui.on(ui["chat_template"].input, edit_chat_template, ["session", "chat_template", "show_whitespace"], REFRESH_OUTPUTS, **typing)
+    ui.on(ui["response_template"].input, edit_response_template, ["session", "response_template", "show_whitespace"],
+          REFRESH_OUTPUTS, **typing)
+    ui.on([ui["show_whitespace"].input] + [ui[name].input for name in FORM_FIELDS], edit_case, REFRESH_INPUTS,
+          REFRESH_OUTPUTS, **typing)
+    # Each keystroke's prompt is shown first; where each of its characters came from follows once the
+    # author pauses (the page presses the hidden Explain button: provenance.js).
+    ui.on(ui["explain_button"].click, explain_view, ["session", "show_whitespace"], ["prompt", "prompt_info"], **typing)
     ui.on(ui["saved_code"].change, None, ["saved_code"], js=SAVE_JS)
 
     ui.on(page.load, check_first_view, ["session", "show_whitespace"], REFRESH_OUTPUTS, **quiet)
     ui.on(page.load, None, js=RESTORE_GATE_JS)
-    ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    restored = ui.on(ui["restore_button"].click, restore_page, ["session", "boot", "show_whitespace"], WORKSPACE_SHOWN, js=BOOT_JS)
+    ui.on(restored.then, None, js=RESTORED_JS)  # the page's scripts learn the workspace they show is the restored one
     # `select`, not `input`: Gradio's dropdown sends `input` twice for one pick (twice the work and
-    # twice the answer); and straight to the handler (no queue round trip), as an edit.
+    # twice the answer); and straight to the handler (no queue round trip), as an edit. Its 60 values
+    # are sent as they are (no `postprocess`: each was a trip to a thread, and every value is already
+    # what the page shows: text, numbers, booleans, a choice).
     ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
-          show_progress="hidden")
+          show_progress="hidden", postprocess=False)
     ui.on(ui["hub_load"].click, load_hub, ["hub_repo", "hub_revision", *LOAD_INPUTS], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["files", *LOAD_INPUTS], LOAD_SHOWN)
     ui.on(ui["load_undo"].click, undo_load, ["session", "show_whitespace"], WORKSPACE_SHOWN)
@@ -469,8 +480,11 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     then_refresh(ui.on(ui["recording"].select, pick_recording, [*case_state, "recording"], [*CASE_SHOWN, "pasted"], **quiet))
 
     boxes = ["recorded_box", "simulated_box", "local_box", "remote_box", "sampling_box", "pace_box"]
-    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **quiet)
-    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **quiet)
+    # Which boxes show follows the runner and the recording, however they changed (a preset sets the
+    # recording): straight to the handler (a queued event costs its own join and event stream).
+    visibility: dict[str, Any] = {"show_progress": "hidden", "queue": False}
+    ui.on(ui["runner"].change, runs.runner_visibility, ["runner", "recording"], [*boxes, "recording", "pasted"], **visibility)
+    ui.on(ui["recording"].change, runs.pasted_visibility, ["recording", "runner"], ["pasted"], **visibility)
     ui.on(ui["check_size"].click, runs.check_model, ["model"], ["model_note"], concurrency_limit=4, show_progress="hidden")
     # A paste is saved when the box's value changes, however it changed: Gradio's `input` comes from a
     # key press, before a Ctrl+V's text is in the box, and never for a paste from the menu (a reload

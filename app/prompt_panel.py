@@ -30,7 +30,7 @@ def build_prompt_panel() -> dict[str, Any]:
             show_whitespace = gr.Checkbox(label="Whitespace · → ↵", value=False, elem_id="show-whitespace",
                                           container=False, scale=0, min_width=150)  # fmt: skip
             gr.HTML(CONTROLS, elem_id="pv-controls", min_width=110)
-        gr.HTML(PROMPT_LEGEND)
+        gr.HTML(PROMPT_LEGEND, elem_id="prompt-legend")
         view = gr.HTML(elem_id="prompt-view")
         info = gr.HTML(elem_id="prompt-info", elem_classes=["info-line"])
     return dict(prompt=view, prompt_info=info, show_whitespace=show_whitespace, show_tokens=show_tokens)

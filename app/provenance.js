@@ -258,6 +258,81 @@
     if (site) select('response-editor', [site[0], site[1]], [site[2], site[3]]);
   });
 
+  // ----- a card of the conversation → its text in the prompt (mouse, or Tab into the card) -------------
+  function cardPieces(index, scroll) {
+    for (const el of document.querySelectorAll('#prompt-view .pv-card')) el.classList.remove('pv-card');
+    const text = promptText();
+    const rows = data(text, 'pieces');
+    if (!rows || index < 0 || document.querySelector('#prompt-view .stale-banner')) return;
+    let first = null;
+    for (const el of text.querySelectorAll('[data-p]')) {
+      if (rows[+el.dataset.p] && rows[+el.dataset.p][4] === index) { el.classList.add('pv-card'); first = first || el; }
+    }
+    const view = document.getElementById('prompt-view');
+    if (scroll && first && view && window.playgroundPrompt) {
+      const a = first.getBoundingClientRect(), b = view.getBoundingClientRect();
+      if (a.top < b.top || a.bottom > b.bottom) window.playgroundPrompt.scrollTo(view.scrollTop + a.top - b.top - b.height / 4);
+    }
+  }
+  const cardOf = (el) => el && el.closest && el.closest('#conversation .conv-message[data-message]');
+  document.addEventListener('mouseover', (event) => { const c = cardOf(event.target); if (c) cardPieces(+c.dataset.message, false); });
+  document.addEventListener('focusin', (event) => { const c = cardOf(event.target); if (c) cardPieces(+c.dataset.message, true); });
+  document.addEventListener('mouseout', (event) => { if (cardOf(event.target) && !cardOf(event.relatedTarget)) cardPieces(-1); });
+  document.addEventListener('focusout', (event) => { if (cardOf(event.target) && !cardOf(event.relatedTarget)) cardPieces(-1); });
+
+  // ----- an output region ⇄ its key in the parsed message ------------------------------------------------
+  // The parsed message's top-level keys (JSON written with indent 2): each key's lines, and its colour
+  // class (the legend's chip of the same name). Also what the walk (walk.js) marks a field with.
+  function messageFields() {
+    const view = window.playgroundEditorView(document.getElementById('message-view'));
+    if (!view) return { view: null, fields: [] };
+    const doc = view.state.doc, fields = [];
+    const colour = {};
+    for (const chip of document.querySelectorAll('#legend .chip')) {
+      const cls = [...chip.classList].find((c) => /^f\d+$/.test(c));
+      if (cls) colour[chip.textContent] = cls;
+    }
+    for (let n = 1; n <= doc.lines; n++) {
+      const key = /^ {2}"((?:[^"\\]|\\.)*)":/.exec(doc.line(n).text);
+      if (!key) continue;
+      let end = n;
+      while (end < doc.lines && /^ {3,}|^ {2}[\]}]/.test(doc.line(end + 1).text)) end++;
+      let name = key[1];
+      try { name = JSON.parse(`"${key[1]}"`); } catch (e) {}
+      fields.push({ name, cls: colour[name] || null, from: n, to: end });
+    }
+    return { view, fields };
+  }
+  window.playgroundMessageFields = messageFields;
+  function markMessageField(cls) {
+    const { view, fields } = messageFields();
+    if (!view) return;
+    const hit = fields.find((f) => f.cls === cls);
+    for (const el of document.querySelectorAll('#message-view .cm-line')) {
+      const n = lineOf(view, el);
+      el.classList.toggle('pv-field', !!hit && n !== null && hit.from <= n && n <= hit.to);
+    }
+  }
+  function markRegions(cls) {
+    for (const el of document.querySelectorAll('#stream-view .pv-region')) el.classList.remove('pv-region');
+    if (cls) for (const el of document.querySelectorAll(`#stream-view .seg.${cls}`)) el.classList.add('pv-region');
+  }
+  const colourOf = (seg) => [...seg.classList].find((c) => /^f\d+$/.test(c)) || null;
+  document.addEventListener('mouseover', (event) => {
+    const seg = event.target.closest && event.target.closest('#stream-view .seg');
+    if (seg) { markMessageField(colourOf(seg)); return; }
+    const line = event.target.closest && event.target.closest('#message-view .cm-line');
+    if (!line) return;
+    const { view, fields } = messageFields();
+    const n = view ? lineOf(view, line) : null;
+    const field = fields.find((f) => n !== null && f.from <= n && n <= f.to);
+    markRegions(field ? field.cls : null);
+  });
+  document.addEventListener('mouseout', (event) => {
+    if (event.target.closest && event.target.closest('#stream-view .seg') && !(event.relatedTarget && event.relatedTarget.closest && event.relatedTarget.closest('#stream-view .seg'))) markMessageField(null);
+    if (event.target.closest && event.target.closest('#message-view') && !(event.relatedTarget && event.relatedTarget.closest && event.relatedTarget.closest('#message-view'))) markRegions(null);
+  });
+
   // ----- "By message" -----------------------------------------------------------------------------
   function byMessage(on) {
     const panel = document.getElementById('prompt-panel');
@@ -288,10 +363,35 @@
     try { window.localStorage.setItem(BY_MESSAGE, event.target.checked ? '1' : ''); } catch (e) {}
   });
 
+  // ----- a prompt shown unexplained is explained once the author pauses ------------------------------
+  // A keystroke's answer comes without where the prompt's characters came from (`data-explain="later-N"`:
+  // app/workbench.py); once no key was pressed for EXPLAIN_AFTER ms (each key starts the wait again)
+  // the hidden Explain button asks for it, once per prompt shown. Explaining in every keystroke's call,
+  // or in a call chained to each, kept the render worker busy while the next key waited for it (one
+  // render per visitor at a time); a shorter wait still met the next key of a slow typist.
+  const EXPLAIN_AFTER = 700;
+  let waiting = null, asked = null, seenMark = null, lastKey = -Infinity;
+  const later = () => { const t = promptText(); const m = t && t.dataset.explain; return m && m.startsWith('later') ? m : null; };
+  function explainLater() {
+    clearTimeout(waiting);
+    waiting = null;
+    const mark = later();
+    if (!mark || asked === mark) return;
+    waiting = setTimeout(() => {
+      waiting = null;
+      const now = later();
+      const button = document.getElementById('explain-button');
+      if (now && asked !== now && button) { asked = now; button.click(); }
+    }, Math.max(0, EXPLAIN_AFTER - (performance.now() - lastKey)));
+  }
+  document.addEventListener('keydown', () => { lastKey = performance.now(); if (waiting !== null) explainLater(); }, true);
+
   // After every change of the page (the page's one observer, app/page.js): CodeMirror redraws lines
   // as it scrolls, a refresh replaces the prompt (or only its attributes), panels come back.
   let shownPieces = null;
   window.playgroundAfterChange(() => {
+    const mark = later();
+    if (mark !== seenMark) { seenMark = mark; explainLater(); }
     cardsFollow();
     for (const id of ['chat-editor', 'messages-editor', 'response-editor']) paint(id);
     const text = promptText();

@@ -42,9 +42,14 @@ RESTORE_GATE_JS = f"""() => {{
   }}
 }}"""
 
+# After the restore's answer is shown: the page's scripts that wait for the restored workspace (presentation
+# mode's walk, asked for a step by the address) go on.
+RESTORED_JS = "() => { document.dispatchEvent(new CustomEvent('playground:restored')); }"
+
 SAVE_JS = f"""(code) => {{ if (code) {{ try {{ window.localStorage.setItem({STORAGE_KEY!r}, code); }} catch (e) {{}} }} }}"""
 
-LINK_JS = """(code) => code ? window.location.origin + window.location.pathname + '#s=' + code : ''"""
+# The address's own options stay in the link (`?present=1&step=N`: presentation mode's walk at that step).
+LINK_JS = """(code) => code ? window.location.origin + window.location.pathname + window.location.search + '#s=' + code : ''"""
 
 
 def share_code(session: Session, chat_template: str, response_template: str, form_case: str, **values: Any) -> dict[str, str]:

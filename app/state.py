@@ -178,6 +178,8 @@ class Session:
     page: str = field(default="", repr=False)
     # Characters of each value Gradio keeps for this session (every input and output it saw last).
     shown: dict = field(default_factory=dict, repr=False)
+    # What the page was last sent, by (component, prop or "value"): a hash each (app.wiring.not_shown_yet).
+    sent: dict = field(default_factory=dict, repr=False)
     held: int = field(default=0, repr=False)  # bytes held, as last counted (app.visitors.account)
     released: bool = field(default=False, repr=False)  # let go of (idle, or over a budget)
 

@@ -13,6 +13,7 @@ parameter that is not a component name is passed through, with its annotation, f
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -33,6 +34,7 @@ class Wiring:
 
     def __init__(self) -> None:
         self.components: dict[str, gr.components.Component] = {}
+        self.served: dict[str, Any] = {}  # what the page is served showing, by name (page.set_first_view)
 
     def add(self, **components: Any) -> None:
         for name, component in components.items():
@@ -49,13 +51,13 @@ class Wiring:
         None runs only the `js=` option in the browser (values still travel by position there)."""
         in_components = [self.components[name] for name in inputs]
         out_components = [self.components[name] for name in outputs]
-        fn = None if handler is None else by_name(handler, list(inputs), {n: self.components[n] for n in outputs})
+        fn = None if handler is None else by_name(handler, list(inputs), {n: self.components[n] for n in outputs}, self)
         if not isinstance(triggers, (list, tuple)):
             return triggers(fn, in_components, out_components, **options) if callable(triggers) else None
         return gr.on(triggers, fn, in_components, out_components, **options)
 
 
-def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Callable:
+def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any], page: Wiring | None = None) -> Callable:
     """A Gradio callback that calls `handler(**{name: value})` and turns the names of its result into
     components. Keeps `handler`'s extra (non-component) parameters in its signature, so Gradio still
     injects OAuth tokens, select data and requests into them. Every call is attended to
@@ -78,12 +80,17 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
         request = args[count + extra] if len(args) > count + extra else keywords.get(REQUEST)
         return values, request
 
-    def to_components(result: Any) -> Any:
+    def to_components(result: Any, session: Session | None = None) -> Any:
         if result is None:
             return {}
         unknown = set(result) - set(outputs)
         if unknown:
             raise KeyError(f"{handler.__name__} returned values for {sorted(unknown)}, which are not its outputs")
+        if session is not None:
+            if page is not None and ("", "served") not in session.sent:  # the page as served, before any answer
+                session.sent[("", "served")] = 0
+                not_shown_yet(session, page.components, page.served)
+            result = not_shown_yet(session, outputs, result)
         if not result and outputs:  # nothing changes: Gradio needs at least one output named
             return {next(iter(outputs.values())): gr.skip()}
         result = within_budget(handler.__name__, result, outputs)
@@ -102,7 +109,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
                         except StopIteration:
                             break
                     _shown(session, values, result)
-                    yield to_components(result)
+                    yield to_components(result, session)
     else:
         def call(*args: Any, **keywords: Any) -> Any:
             values, request = named(args, keywords)
@@ -110,7 +117,7 @@ def by_name(handler: Callable, inputs: list[str], outputs: dict[str, Any]) -> Ca
             with visitors.attending(request, session) as client, serving(client):
                 result = handler(**values)
             _shown(session, values, result)
-            return to_components(result)
+            return to_components(result, session)
 
     call.__name__ = getattr(handler, "__name__", "handler")
     call.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -163,3 +170,38 @@ def _session(values: dict[str, Any]) -> Session | None:
 def _shown(session: Session | None, values: dict[str, Any], result: Any) -> None:
     if session is not None:
         visitors.note_shown(session, {**values, **(result if isinstance(result, dict) else {})})
+
+
+# ----- what the page already shows -----------------------------------------------------------------
+# Gradio builds a component for every `gr.update` an answer carries (and for every output an answer
+# leaves out), to keep its copy of the page: a preset's answer carried 16 updates, most of them setting
+# what the page already showed (the case form's controls hidden as they were, the step slider hidden).
+# A component's props (its choices, label, help, visibility) are only ever set by the server, so what
+# this page was last sent of them is known: an update leaves those out, and one left with a value only
+# is sent as that value (the page applies it as it did; Gradio builds nothing for it).
+
+
+def _key(value: Any) -> int:
+    try:
+        return hash(json.dumps(value, sort_keys=True, default=str))
+    except (TypeError, ValueError):
+        return id(value)
+
+
+def not_shown_yet(session: Session, outputs: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    """`result` with each update's props this session's page was last sent left out (see above),
+    noting what it sends."""
+    sent = session.sent
+    kept: dict[str, Any] = {}
+    for name, value in result.items():
+        if not (isinstance(value, dict) and value.get("__type__") == "update"):
+            kept[name] = value
+            continue
+        props = {k: v for k, v in value.items() if k not in ("__type__", "value")}
+        fresh = {k: v for k, v in props.items() if sent.get((name, k)) != _key(v)}
+        sent.update({(name, k): _key(v) for k, v in fresh.items()})
+        if fresh:
+            kept[name] = {"__type__": "update", **fresh, **({"value": value["value"]} if "value" in value else {})}
+        elif "value" in value:
+            kept[name] = value["value"]
+    return kept

@@ -107,6 +107,11 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
     if session.show_tokens and tokens is not None and not tokens.diagnostics:
         body = TOKEN_LEGEND + tokens_html(prompt, tokens, show_whitespace)
     pieces, table, explained = prompt_pieces(result.page_explanation)
+    # Shown without where its characters came from (a keystroke's answer): the page asks for that once
+    # the author pauses (`explain_view`; provenance.js presses the hidden Explain button). Numbered by
+    # the edit: the page keeps the prompt's element and changes what is in it, so each edit's prompt
+    # is told apart by this.
+    later = f' data-explain="later-{session.edits}"' if not explain and not session.show_tokens else ""
     body = body or prompt_html(
         prompt,
         special_tokens=special,
@@ -116,7 +121,7 @@ def build_prompt_view(session: Session, show_whitespace: bool, in_process: bool 
         classes=classes,
         show_whitespace=show_whitespace,
         pieces=pieces,
-        data=table + fields,
+        data=table + fields + later,
     )
     if session.show_tokens and (tokens is None or tokens.diagnostics):
         why = tokens.diagnostics if tokens is not None else [Diagnostic("info", NO_TOKENIZER, "tokenizer")]
@@ -237,12 +242,15 @@ def refreshed(session: Session, show_whitespace: bool, explain: bool = True) -> 
 
 
 def explain_view(session: Session, show_whitespace: bool) -> dict[str, Any]:
-    """After a keystroke's answer: the same prompt, now with where each character came from, and its
-    info line. A keystroke is answered without it: explaining compiles a marked copy of the edited
-    template in the worker, which doubles an edit's work (`python -m benchmarks`: `explain_ratio`),
-    and the author is typing; this follows at once. Nothing while a newer edit is being rendered (its
-    own explanation follows it), and one explanation per session at a time (it explains the latest
-    edit before it ends)."""
+    """Once the author pauses: the prompt a keystroke showed, now with where each character came from,
+    and its info line. A keystroke is answered without it: explaining compiles a marked copy of the
+    edited template in the worker, which doubles an edit's work (`python -m benchmarks`:
+    `explain_ratio`), and the author is typing. Asked for by the page (the hidden Explain button,
+    pressed by provenance.js `EXPLAIN_AFTER` (700) ms after the last key, when the prompt shown says
+    `data-explain="later"`) rather than chained to every keystroke: an explanation per key kept the
+    worker busy while the next key waited for it. Nothing while a newer edit is being rendered (its
+    prompt asks again), and one explanation per session at a time (it explains the latest edit
+    before it ends)."""
     if session.show_tokens or not session.claim("explain"):
         return {}
     try:

@@ -5,7 +5,8 @@
   cached in the page; the first right after the server answered, the others warm);
 - `preset_switch_ms`: choose another preset in the picker → its prompt visible (every preset, 3 rounds);
 - `keystroke_ms`: type one character into the chat template (a literal the prompt shows, at the
-  start of the template) → the updated prompt visible, 20 edits;
+  start of the template) → the updated prompt visible, 20 edits; and (`explained_p50`) a character
+  typed before a pause → that prompt shown with where its characters came from, 5 edits;
 - `stream_wire_ratio`: the bytes the server sends the page for a 20,000-token run (pasted output,
   no pace), as Chromium's network layer received them on Gradio's event stream, over the bytes of
   the raw output;
@@ -214,6 +215,24 @@ def keystrokes(page, prompt: str, edits: int) -> list[float]:
     return times
 
 
+# Resolves with the time the prompt shows `expected` with where its characters came from (the page asks
+# for that once the author pauses: app/provenance.js).
+PROMPT_EXPLAINED = """(expected) => { const p = document.querySelector('#prompt-view .prompt-text');
+  return p && p.dataset.pieces && !p.dataset.explain && window.__promptText() === expected ? performance.now() : false; }"""
+
+
+def explained_after(page, prompt: str, typed: int, edits: int) -> list[float]:
+    """Milliseconds from a key press (the author then pauses) to its prompt shown explained, after
+    `typed` letters `keystrokes` typed."""
+    times = []
+    for n in range(typed + 1, typed + edits + 1):
+        page.keyboard.type("a")
+        shown = page.wait_for_function(PROMPT_EXPLAINED, arg="a" * n + prompt, polling="raf").json_value()
+        times.append(shown - page.evaluate("window.__bench.key"))
+        page.wait_for_timeout(300)
+    return times
+
+
 def set_number(page, elem_id: str, value: float) -> None:
     box = page.locator(f"#{elem_id} input[type=number]")
     box.fill(str(value))
@@ -303,6 +322,9 @@ def main(quick: bool = False, server: AppServer | None = None) -> dict:
             keys = keystrokes(page, prompts[default], 5 if quick else 20)
             out["keystroke_ms"] = p50_p95(keys)
             print(f"keystroke: {', '.join(f'{t:.0f}' for t in keys)} ms")
+            explained = explained_after(page, prompts[default], len(keys), 2 if quick else 5)
+            out["keystroke_ms"]["explained_p50"] = statistics.median(explained)
+            print(f"its explanation, the author pausing: {', '.join(f'{t:.0f}' for t in explained)} ms after the key")
             context.close()
             context, page = open_page(browser, url)
             page.goto(url)

@@ -261,12 +261,19 @@ class Pool:
         self._busy = self._long = 0
         self._changed = threading.Condition()
 
-    def warm(self) -> None:
-        """Start the idle workers (the app calls this at launch, in the background)."""
+    def warm(self, prepare: Callable[[], Any] | None = None, timeout: float = 60) -> None:
+        """Start the idle workers (the app calls this at launch, in the background), and have each run
+        `prepare()` once (a module-level function: what every worker should have done before the first
+        visitor asks, such as compiling the app's own templates). A failed `prepare` is logged, never raised."""
         with self._changed:
             idle = list(self._idle)
         for worker in idle:
             worker.start()
+        for worker in idle if prepare is not None else ():
+            try:
+                worker.call(prepare, {}, timeout)
+            except Exception as e:  # noqa: BLE001 - warming is an optimisation: the workers work without it
+                log_failure("Preparing a render worker failed", e)
 
     def stats(self) -> dict[str, int]:
         """Workers that exist, are idle, and calls running (for tests and the logs)."""

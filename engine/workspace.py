@@ -18,7 +18,7 @@ from .checks import CheckReport, Sample, run_checks
 from .diagnostics import Diagnostic
 from .draft import Draft, draft_response_template
 from .formats import Format
-from .presets import Preset, load_preset
+from .presets import Preset, load_preset, preset_names
 from .render import RenderResult
 
 RUNNERS = ("recorded", "simulated", "local", "remote")
@@ -239,8 +239,10 @@ class Workspace:
             "kwarg_specs": self.kwarg_specs,
             "cases": [c.to_dict() for c in self.cases],
             "case_name": self.case_name,
-            "recordings": [asdict(r) for r in self.recordings],
-            "run": asdict(self.run),
+            # Their fields as they are (plain values: the JSON is `asdict`'s), not deep copies: a share
+            # code is encoded on every edit, and copying every recording took most of its time.
+            "recordings": [_fields(r) for r in self.recordings],
+            "run": _fields(self.run),
             "round_trip_differences": self.round_trip_differences,
             "other_templates": self.other_templates,
             "source_repo": self.source_repo,
@@ -285,6 +287,11 @@ class Workspace:
 
     def copy(self) -> Workspace:
         return copy.deepcopy(self)
+
+
+def _fields(item: Any) -> dict[str, Any]:
+    """A dataclass's fields by name (not copied)."""
+    return {f.name: getattr(item, f.name) for f in fields(item)}
 
 
 def fingerprint(item: Case | Recording) -> str:
@@ -347,3 +354,12 @@ def _str_dict(value: Any, name: str) -> dict[str, str]:
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ValueError(f"{name} must map names to strings")
     return dict(value)
+
+
+def compile_presets() -> None:
+    """Render every preset's first case, explained, in this process. A render worker does this once
+    when the app starts it (`engine.sandbox.Pool.warm`), so the first visitor to pick a preset does
+    not wait for its templates to compile: transformers' compiled template and the explained copy are
+    cached per process, and a cold one took 60 to 150 ms of a preset switch (gpt-oss)."""
+    for name in preset_names():
+        Workspace.from_preset(load_preset(name)).render(with_generation_start=True, explain=True)

@@ -29,3 +29,20 @@ def hold(megabytes: int) -> int:
     """Keep `megabytes` of memory in this worker (as a cache would), and say which process does."""
     _held.append(bytearray(b"x" * (megabytes * 1_000_000)))
     return os.getpid()
+
+
+_prepared: list[int] = []
+
+
+def prepare() -> None:
+    """What a worker does when the pool warms it (`Pool.warm(prepare=...)`): remember it did."""
+    _prepared.append(os.getpid())
+
+
+def prepared() -> list[int]:
+    """The processes that prepared this worker (its own pid, once, when it was warmed)."""
+    return list(_prepared)
+
+
+def fail() -> None:
+    raise RuntimeError("this preparation fails")

@@ -55,13 +55,14 @@ def test_the_prompt_view_carries_each_pieces_line_and_message() -> None:
     assert "pm0" in classes[str(rows.index(by_text["user"]))] and "pm-" in classes[str(len(rows) - 1)]
 
 
-def test_a_keystroke_is_answered_first_and_explained_right_after() -> None:
+def test_a_keystroke_is_answered_first_and_explained_once_the_author_pauses() -> None:
     sess = session()
     edited = CHATML.replace("'<|im_start|>' + message['role']", "'<|im_start|>' ~ message['role']")
     answered = edit_chat_template(sess, edited, False)
     assert "im_start" in answered["prompt"] and table(answered["prompt"], "pieces") is None
-    explained = explain_view(sess, False)  # what the page asks for next (the event's `then`)
-    assert set(explained) == {"prompt", "prompt_info"}
+    assert 'data-explain="later-' in answered["prompt"]  # the page asks for it when the author pauses
+    explained = explain_view(sess, False)  # what the page asks for then (the hidden Explain button)
+    assert set(explained) == {"prompt", "prompt_info"} and "data-explain" not in explained["prompt"]
     assert text_of(explained["prompt"]) == text_of(answered["prompt"])  # the same prompt, now explained
     assert [row[:2] for row in table(explained["prompt"], "pieces")][:2] == [[2, 5], [2, 22]]
 

@@ -175,3 +175,40 @@ def test_the_page_builds_with_one_state_per_session():
     first, second = copy.deepcopy(states[0].value), copy.deepcopy(states[0].value)
     assert first is not second and first.workspace is not second.workspace and first.workspace.cases is not second.workspace.cases
     assert first.workspace.preset == "smollm3" and first.stop is None
+
+
+def test_a_preset_pick_leaves_out_the_props_the_page_already_shows():
+    """Gradio builds a component for every `gr.update` an answer carries: a pick sends only the props
+    (choices, labels, visibility) the page was not sent yet, and an update left with a value alone as
+    that value (wiring.not_shown_yet). What the page then shows is what the whole answer would show."""
+    blocks = page.build()
+    pick = next(f.fn for f in blocks.fns.values() if getattr(f.fn, "__name__", "") == "pick_preset")
+    names = pick.output_names
+    sess = Session.empty()
+
+    def sent(preset: str) -> dict:
+        return {names[id(component)]: value for component, value in pick(sess, preset, False).items()}
+
+    def updates(answer: dict) -> dict:
+        return {n: {k: v for k, v in value.items() if k not in ("__type__", "value")}
+                for n, value in answer.items() if isinstance(value, dict) and value.get("__type__") == "update"}
+
+    def shown(answer: dict) -> dict:
+        return {n: value.get("value") if isinstance(value, dict) else value for n, value in answer.items()}
+
+    sent("qwen3")
+    between, again = sent("gpt-oss"), sent("qwen3")
+    whole = page.pick_preset(Session.empty(), "qwen3")
+    # The page's props after the first two picks; only those the third pick changes travel.
+    on_page: dict = {}
+    for preset in ("qwen3", "gpt-oss"):
+        for n, props in updates(page.pick_preset(Session.empty(), preset)).items():
+            on_page.setdefault(n, {}).update(props)
+    expected = {n: {k: v for k, v in props.items() if on_page.get(n, {}).get(k, object()) != v}
+                for n, props in updates(whole).items()}
+    assert updates(again) == {n: props for n, props in expected.items() if props}
+    assert len(updates(again)) < len(updates(whole)) and updates(between)
+    volatile = {"saved_code", "status", "prompt", "prompt_info"}  # (the edit count, the undo, the prompt's numbering)
+    assert {n: v for n, v in shown(again).items() if n not in volatile} == {
+        n: (v.get("value") if isinstance(v, dict) else v) for n, v in whole.items()
+        if n not in volatile and not (isinstance(v, dict) and "value" not in v)}

@@ -192,3 +192,23 @@ def test_the_sweep_restarts_idle_workers_that_grew_or_were_left_holding_caches()
     finally:
         for worker in pool._idle:
             worker.stop()
+
+
+def test_warming_a_pool_prepares_each_idle_worker_once():
+    """The app's workers compile its presets when it starts (`Pool.warm(prepare=...)`): each idle
+    worker runs `prepare` once, in its own process, before any visitor's call; a failing `prepare`
+    leaves the worker working."""
+    from tests import sandbox_jobs
+
+    warmed = Pool(size=2, max_size=2)
+    try:
+        warmed.warm(prepare=sandbox_jobs.prepare)
+        workers = list(warmed._idle)
+        seen = [worker.call(sandbox_jobs.prepared, {}, 30) for worker in workers]
+        pids = [worker.call(sandbox_jobs.nap, {"seconds": 0}, 30) for worker in workers]
+        assert seen == [[pid] for pid in pids] and len(set(pids)) == 2
+        warmed.warm(prepare=sandbox_jobs.fail)  # logged, not raised
+        assert warmed.call(sandbox_jobs.nap, {"seconds": 0}, 30) in pids
+    finally:
+        for worker in warmed._idle:
+            worker.stop()

@@ -142,3 +142,18 @@ def test_a_workspace_round_trips_through_its_dict():
     assert again == ws
     with pytest.raises(ValueError, match="malformed"):
         Workspace.from_dict({"cases": [{"name": "no messages"}]})
+
+
+def test_compiling_the_presets_leaves_their_templates_compiled_in_this_process():
+    """What a render worker does when the app starts it: afterwards each preset renders, explained,
+    from transformers' cache and the explained copy's cache (nothing left to compile)."""
+    from engine.presets import preset_names
+    from engine.provenance.instrument import instrument
+    from engine.workspace import compile_presets
+
+    compile_presets()
+    before = instrument.cache_info()
+    for name in preset_names():
+        assert Workspace.from_preset(load_preset(name)).render(explain=True).explanation is not None
+    after = instrument.cache_info()
+    assert after.misses == before.misses and after.hits - before.hits >= len(preset_names())

@@ -16,6 +16,7 @@ from app.sources import preset_choices
 from tests.browser import axe
 from tests.browser.conftest import open_app, screenshot
 from tests.browser.test_playground import pick, set_number, wait_for_run
+from tests.browser.test_presentation import FRAMES, LESSON_JS, prompts, wait_for_prompt
 
 LAPTOP = {"width": 1440, "height": 900}
 NARROW_LAPTOP = {"width": 1280, "height": 800}
@@ -90,7 +91,32 @@ def test_each_template_beside_what_it_makes_on_a_laptop_screen_for_every_preset(
         assert visible_height(shared_page, "#prompt-view") >= 120, name
         assert visible_height(shared_page, "#stream-view") >= 120 and visible_height(shared_page, "#message-view") >= 120, name
         assert not cut_labels(shared_page), (name, cut_labels(shared_page))
+        # The prompt grows with its text (the output keeps its least) and opens at its end (issue 34).
+        wait_for_prompt(shared_page, next(iter(prompts(name).values())))
+        shared_page.evaluate(FRAMES)
+        seen = shared_page.evaluate(LESSON_JS)
+        assert seen["genSeen"] and seen["inWindow"], (name, seen)
+        if seen["fits"]:
+            assert seen["top"] == 0 and not seen["above"] and not seen["below"], (name, seen)
+        else:
+            assert seen["atEnd"] and seen["above"].startswith("↑ Earlier text above") and not seen["below"], (name, seen)
+            assert visible_height(shared_page, "#stream-view") <= 150, name  # the prompt took what the output could give
     screenshot(shared_page, "laptop-first-screen")
+    # A reader who scrolled up keeps their place while the template is edited; "later text below" takes
+    # them back to the end; another preset opens at its end again.
+    pick(shared_page, "preset-picker", "SmolLM3")
+    wait_for_prompt(shared_page, next(iter(prompts("smollm3").values())))
+    shared_page.click("#prompt-view .prompt-edge.above button")
+    shared_page.wait_for_function("document.getElementById('prompt-view').scrollTop === 0")
+    shared_page.locator("#chat-editor .cm-content").click()
+    shared_page.keyboard.press("Control+Home")
+    shared_page.keyboard.type("x")
+    shared_page.wait_for_function("document.querySelector('#prompt-view .prompt-text').textContent.startsWith('x')")
+    shared_page.evaluate(FRAMES)
+    assert shared_page.evaluate("document.getElementById('prompt-view').scrollTop") == 0
+    shared_page.click("#prompt-view .prompt-edge.below button")
+    shared_page.wait_for_function("(() => { const v = document.getElementById('prompt-view'); return v.scrollHeight - v.clientHeight - v.scrollTop <= 2; })()")
+    expect(shared_page.locator("#prompt-view .prompt-edge.below")).to_be_hidden()
 
 
 def test_no_label_is_cut_at_1280_px_nor_on_a_phone(shared_page: Page):
@@ -347,22 +373,26 @@ def test_presentation_mode_shows_only_the_teaching_flow_in_larger_type(presentin
     html = presenting.locator("html")
     expect(html).to_have_class(re.compile(r"\bpresenting\b"))
     expect(presenting.locator("#present-toggle")).to_have_attribute("aria-pressed", "true")
-    for hidden in ("#chat-group", "#response-group", "#details-row", "#step-panel", "#tabs [role=tablist]", "#share-box"):
+    for hidden in ("#chat-group", "#response-group", "#details-row", "#step-panel", "#tabs [role=tablist]"):
         expect(presenting.locator(hidden).first).to_be_hidden()
+    expect(presenting.locator("#walk-box .walk-link")).to_be_visible()  # a link to the walk's step is shared from here
     # conversation → prompt, then output → parsed message, in reading order
     conversation = presenting.locator("#present-conversation #conversation")
     expect(conversation.locator(".conv-message")).to_have_count(1)
-    boxes = {s: presenting.locator(s).bounding_box() for s in ("#present-conversation", "#prompt-view", "#stream-view", "#message-view")}
-    assert boxes["#present-conversation"]["x"] < boxes["#prompt-view"]["x"]
-    assert boxes["#prompt-view"]["y"] < boxes["#stream-view"]["y"] and boxes["#stream-view"]["x"] < boxes["#message-view"]["x"]
     size = "(sel) => parseFloat(getComputedStyle(document.querySelector(sel)).fontSize)"
     large = presenting.evaluate(size, "#prompt-view .prompt-text")
+    # Before a run the output is its title alone: the room is the prompt's.
+    expect(presenting.locator("#stream-view")).to_be_hidden()
     presenting.keyboard.press("Control+Enter")  # the teacher runs from the keyboard (the run options are hidden)
     assert "done" in wait_for_run(presenting)
     expect(presenting.locator("#message-view .cm-content")).to_contain_text('"role": "assistant"')
+    boxes = {s: presenting.locator(s).bounding_box() for s in ("#present-conversation", "#prompt-view", "#stream-view", "#message-view")}
+    assert boxes["#present-conversation"]["x"] < boxes["#prompt-view"]["x"]
+    assert boxes["#prompt-view"]["y"] < boxes["#stream-view"]["y"] and boxes["#stream-view"]["x"] < boxes["#message-view"]["x"]
     screenshot(presenting, "presentation")
-    # The toggle leaves it, and the address follows (so it can be bookmarked either way).
-    presenting.click("#present-toggle")
+    # The walk's bar leaves it (the header is left out in the mode), and the address follows (so it can
+    # be bookmarked either way).
+    presenting.click("#walk-box [data-present-toggle]")
     expect(html).not_to_have_class(re.compile(r"\bpresenting\b"))
     assert "present=" not in presenting.url
     expect(presenting.locator("#chat-editor")).to_be_visible()

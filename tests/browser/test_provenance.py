@@ -119,7 +119,7 @@ def test_presentation_colours_the_prompt_and_the_conversation_alike_with_the_sam
     shared_page.wait_for_selector('#present-conversation [data-message="2"].pv-msg')
     screenshot(shared_page, "presentation-by-message")
     # Leaving it gives this browser's own choice back (never switched on here: off).
-    shared_page.click("#present-toggle")
+    shared_page.click("#walk-box [data-present-toggle]")
     shared_page.wait_for_function("!document.getElementById('prompt-panel').classList.contains('by-message')")
 
 

@@ -343,12 +343,14 @@
       const runAt = steps.findIndex((s) => s.kind === 'run');  // a step at or past the run is in its output
       const wantsOutput = runAt >= 0 && target >= runAt;
       const replay = /recorded|simulated/i.test(($('#runner-choice input') || {}).value || '');
-      if (wantsOutput && replay && !autoRun && !running()) {
-        autoRun = true;
-        const run = $('#run-button');
-        if (run && !run.disabled) run.click();
+      const run = $('#run-button');
+      if (wantsOutput && replay && !autoRun && !running() && run && !run.disabled) {
+        autoRun = true;  // (only once pressed: a button still disabled while the page restores is tried again)
+        run.click();
       }
-      if (!wantsOutput || !replay || (autoRun && ran())) {
+      // A step of the output waits for the output's regions (the stats of a restored run can show
+      // before the replay has drawn them, or even started).
+      if (!wantsOutput || !replay || (autoRun && ran() && steps.some((s) => s.kind === 'output'))) {
         index = target;
         target = null;
       }

@@ -25,7 +25,7 @@ from engine.presets import load_preset
 from engine.public import Policy, policy
 from engine.response_spec import load_response_spec
 from engine.text import SPECIAL_TOKEN
-from engine.workspace import Workspace
+from engine.workspace import RUNNERS, Workspace
 
 from . import behaviour_view as behaviour
 from . import case_panel as cases
@@ -200,10 +200,16 @@ def show(session: Session, workspace: Workspace, show_whitespace: bool, note: st
     return {**fill(session, workspace, note, diagnostics, detail), **refreshed(session, show_whitespace)}
 
 
-def pick_preset(session: Session, preset: str, show_whitespace: bool = False) -> dict[str, Any]:
+def pick_preset(session: Session, preset: str, show_whitespace: bool = False, runner: str | None = None) -> dict[str, Any]:
+    """Another preset: its templates, cases and recordings, run the way the visitor chose to run
+    (`runner`, as the page shows it: the session may not have saved a change made just before the
+    pick), so a local model's box gets this format's suggested checkpoint, and a server stays set."""
     workspace, problems = from_preset(preset)
     if workspace is None:
         return {"status": status_html(problems)}
+    if runner in RUNNERS:
+        workspace.run.runner = runner
+    workspace.run.remote_url, workspace.run.remote_model = session.workspace.run.remote_url, session.workspace.run.remote_model
     session.load_undo = session.workspace.copy()
     return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
 
@@ -451,7 +457,7 @@ def wire(page: gr.Blocks, ui: Wiring) -> None:
     # twice the answer); and straight to the handler (no queue round trip), as an edit. Its 60 values
     # are sent as they are (no `postprocess`: each was a trip to a thread, and every value is already
     # what the page shows: text, numbers, booleans, a choice).
-    ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace"], WORKSPACE_SHOWN, queue=False,
+    ui.on(ui["preset"].select, pick_preset, ["session", "preset", "show_whitespace", "runner"], WORKSPACE_SHOWN, queue=False,
           show_progress="hidden", postprocess=False)
     ui.on(ui["hub_load"].click, load_hub, ["hub_repo", "hub_revision", *LOAD_INPUTS], WORKSPACE_SHOWN)
     ui.on(ui["files"].upload, load_files, ["files", *LOAD_INPUTS], LOAD_SHOWN)

@@ -52,6 +52,20 @@ def test_blank_preset_is_a_minimal_chatml_starter():
     assert json.loads(blank.response_template)["fields"].keys() == {"content"}
 
 
+def test_a_preset_pick_keeps_the_runner_the_visitor_chose_and_their_server():
+    """The page's runner is sent with the pick (the session may not have saved a change made just
+    before it): on the local runner each format's suggested checkpoint fills the model box, or the
+    note says why none fits; a server's address stays."""
+    sess = Session.empty()
+    sess.workspace.run.remote_url, sess.workspace.run.remote_model = "http://127.0.0.1:9000/v1", "mine"
+    values = page.pick_preset(sess, "qwen3", runner="local")
+    assert values["runner"] == "local" and values["model"] == "Qwen/Qwen3-0.6B"
+    values = page.pick_preset(sess, "gpt-oss", runner="local")
+    assert values["runner"] == "local" and values["model"] == "" and "No checkpoint" in values["model_note"]
+    assert (values["remote_url"], values["remote_model"]) == ("http://127.0.0.1:9000/v1", "mine")
+    assert page.pick_preset(sess, "qwen3", runner="<not a runner>")["runner"] == "recorded"  # the preset's own
+
+
 def test_a_broken_preset_name_is_a_message():
     workspace, problems = from_preset("no-such-preset")
     assert workspace is None and "cannot be loaded" in problems[0].message

@@ -22,11 +22,13 @@ from urllib.parse import urlsplit
 from playwright.sync_api import Browser, Page
 from playwright.sync_api import Error as PlaywrightError
 
+from app.run_panel import RUNNER_CHOICES
 from app.sources import preset_choices
 from app.state import DEFAULT_PRESET
 
 VIEWPORT = {"width": 1500, "height": 1000}
 DEFAULT_PRESET_LABEL = next(label for label, name in preset_choices() if name == DEFAULT_PRESET)
+RECORDED_LABEL = next(label for label, name in RUNNER_CHOICES if name == "recorded")  # a new visitor's runner
 # What the page saves as it is used (a reload restores it): never part of the known state.
 SAVED_WORKSPACE = "template-playground/workspace"
 
@@ -218,6 +220,11 @@ class SharedTab:
             if box.count() and box.is_checked():
                 box.uncheck()
         self._settle()  # a run stopped, the toggles answered
+        # The runner first: a preset picked keeps the one chosen.
+        if page.locator("#runner-choice input").input_value() != RECORDED_LABEL:
+            page.click("#runner-choice input")
+            page.click(f'#runner-choice [role="option"][aria-label="{RECORDED_LABEL}"]')
+            self._settle()
         with page.expect_response(lambda r: r.request.method == "POST" and "/gradio_api/" in r.url):
             page.click("#preset-picker input")
             page.click(f'#preset-picker [role="option"][aria-label="{DEFAULT_PRESET_LABEL}"]')

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine import npm_packages
+
 ROOT = Path(__file__).resolve().parent.parent
 QWEN3 = ROOT / "presets" / "qwen3"
 
@@ -47,7 +49,8 @@ def _model_repo(path: Path, chat_template: str) -> Path:
 
 
 def _run_step(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLAYGROUND_ENGINES_CACHE": str(ROOT / ".cache" / "engines")}
+    # The engines already installed for this run (.ci/run may keep them outside the clone), not a new install.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PLAYGROUND_ENGINES_CACHE": str(npm_packages.cache_dir())}
     return subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 

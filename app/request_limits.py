@@ -224,12 +224,14 @@ def last_request(page: str) -> float:
 
 
 def delete_abandoned_uploads(folder: str | None = None) -> int:
-    """Delete what Gradio leaves in its upload folder and never deletes itself: uploads cut off
-    midway (Gradio writes an upload to a file at the top of the folder and moves it into a folder of
-    its own only once it is whole, so a cut-off one is never handed to a handler nor put on Gradio's
-    deletion timer), and the folders whose files were deleted (each upload's: Gradio deletes the
-    file, never its folder, and a folder is a block of disk of its own). Those untouched for
-    `limits.TEMP_FILE_SECONDS` go. Returns how many entries were deleted."""
+    """Delete what Gradio leaves in its upload folder: uploads cut off midway (Gradio writes an
+    upload to a file at the top of the folder and moves it into a folder of its own only once it is
+    whole, so a cut-off one is never handed to a handler nor put on Gradio's deletion timer), the
+    files in those folders (Gradio's timer deletes them at the same age, but it is one background
+    task that a race ends for good: it walks its set of files while an upload adds to it), and the
+    folders left empty (Gradio deletes a file, never its folder, and a folder is a block of disk of
+    its own). Those untouched for `limits.TEMP_FILE_SECONDS` go (the page keeps no file of its own
+    there: no component has `keep_in_cache`). Returns how many entries were deleted."""
     from gradio.utils import get_upload_folder
 
     deleted, oldest = 0, time.time() - limits.TEMP_FILE_SECONDS
@@ -239,16 +241,33 @@ def delete_abandoned_uploads(folder: str | None = None) -> int:
         return 0
     for entry in entries:
         try:
-            if entry.stat(follow_symlinks=False).st_mtime >= oldest:
+            if entry.is_dir(follow_symlinks=False):
+                removed = _delete_old_files(entry.path, oldest)
+                deleted += removed
+                # An upload's folder, its files gone (not one just made, that Gradio is moving a file into).
+                if removed or entry.stat(follow_symlinks=False).st_mtime < oldest:
+                    os.rmdir(entry.path)  # only when empty
+                    deleted += 1
                 continue
-            if entry.is_file(follow_symlinks=False):
+            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest:
                 Path(entry.path).unlink(missing_ok=True)
-            elif entry.is_dir(follow_symlinks=False):
-                os.rmdir(entry.path)  # only when empty (an upload's folder whose file is gone)
-            else:
-                continue
-            deleted += 1
+                deleted += 1
         except OSError:  # not empty, or gone meanwhile
+            continue
+    return deleted
+
+
+def _delete_old_files(folder: str, oldest: float) -> int:
+    """The files directly in `folder` (an upload's) untouched since `oldest`, deleted; how many."""
+    deleted = 0
+    with os.scandir(folder) as entries:
+        files = [e for e in entries if e.is_file(follow_symlinks=False)]
+    for entry in files:
+        try:
+            if entry.stat(follow_symlinks=False).st_mtime < oldest:
+                Path(entry.path).unlink(missing_ok=True)
+                deleted += 1
+        except OSError:
             continue
     return deleted
 

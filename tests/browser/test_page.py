@@ -298,6 +298,8 @@ def test_the_conversation_editor_stays_in_step_with_the_json_view(shared_page: P
 
     pick(shared_page, "preset-picker", "Qwen3")
     pick(shared_page, "case-picker", "tools offered")
+    # The case shown before the conversation is edited (its answer would replace an edit made sooner).
+    expect(shared_page.locator("#prompt-view")).to_contain_text("Copenhagen")
     conversation = shared_page.locator("#conversation")
     expect(conversation).to_have_attribute("data-count", "1")
     # A reply with a tool call, typed as a conversation.

@@ -88,6 +88,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 def open_app(page: Page, url: str) -> None:
     page.goto(url)
     page.wait_for_selector("#prompt-view .prompt-text", timeout=60_000)
+    # The editors are drawn after the prompt can be: a test that reads one (the messages' JSON view,
+    # hidden) must not find it missing on a busy machine.
+    page.wait_for_selector("#messages-editor .cm-content", state="attached", timeout=60_000)
 
 
 def screenshot(page: Page, name: str) -> None:

@@ -198,6 +198,7 @@ class SharedTab:
         self.page.set_viewport_size(VIEWPORT)
         self.page.goto(self.url)
         self.page.wait_for_selector("#prompt-view .prompt-text", timeout=60_000)
+        self.page.wait_for_selector("#messages-editor .cm-content", state="attached", timeout=60_000)  # (see open_app)
         self.loads += 1
         self.mounted = False
 

@@ -207,11 +207,16 @@ def pick_preset(session: Session, preset: str, show_whitespace: bool = False, ru
     workspace, problems = from_preset(preset)
     if workspace is None:
         return {"status": status_html(problems)}
-    if runner in RUNNERS:
-        workspace.run.runner = runner
-    workspace.run.remote_url, workspace.run.remote_model = session.workspace.run.remote_url, session.workspace.run.remote_model
     session.load_undo = session.workspace.copy()
-    return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
+    workspace.run.remote_url, workspace.run.remote_model = session.workspace.run.remote_url, session.workspace.run.remote_model
+    if runner not in RUNNERS:
+        return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
+    workspace.run.runner = runner
+    # The runner is left as the page shows it, not sent back: a runner picked while this answer was on
+    # its way is not undone by it.
+    shown = show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
+    shown.pop("runner", None)
+    return shown
 
 
 def load_hub(session: Session, hub_repo: str, hub_revision: str, show_whitespace: bool = False, keep_cases: bool = False,

@@ -59,9 +59,10 @@ def test_a_preset_pick_keeps_the_runner_the_visitor_chose_and_their_server():
     sess = Session.empty()
     sess.workspace.run.remote_url, sess.workspace.run.remote_model = "http://127.0.0.1:9000/v1", "mine"
     values = page.pick_preset(sess, "qwen3", runner="local")
-    assert values["runner"] == "local" and values["model"] == "Qwen/Qwen3-0.6B"
+    # The page's runner is left as it is (a runner picked while the answer was on its way stays).
+    assert "runner" not in values and sess.workspace.run.runner == "local" and values["model"] == "Qwen/Qwen3-0.6B"
     values = page.pick_preset(sess, "gpt-oss", runner="local")
-    assert values["runner"] == "local" and values["model"] == "" and "No checkpoint" in values["model_note"]
+    assert "runner" not in values and values["model"] == "" and "No checkpoint" in values["model_note"]
     assert (values["remote_url"], values["remote_model"]) == ("http://127.0.0.1:9000/v1", "mine")
     assert page.pick_preset(sess, "qwen3", runner="<not a runner>")["runner"] == "recorded"  # the preset's own
 

@@ -14,8 +14,10 @@
   let steps = [{ kind: 'overview' }];
   let index = 0;
   const asked = parseInt(new URLSearchParams(window.location.search).get('step') || '0', 10) || 0;
-  let target = asked > 0 ? asked : null;  // the step the address asked for, until it can be shown
-  let autoRun = false;  // the address asked for a step of the output: one replay is run for it
+  let target = asked > 0 ? asked : null;  // the step the address asked for, until the presenter moves
+  // The address asked for a step of the output: one replay is run for it. `autoRun` is the run the
+  // output view showed when it was asked for (its id): the step waits for a run after that one.
+  let autoRun = null;
   let restoring = false;
   try { restoring = window.location.hash.startsWith('#s=') || !!window.localStorage.getItem(STORAGE_KEY); } catch (e) {}
   document.addEventListener('playground:restored', () => { restoring = false; refresh(); });
@@ -38,6 +40,8 @@
   const promptText = () => (document.querySelector('#prompt-view .stale-banner') ? null : $('#prompt-view .prompt-text'));
   const running = () => { const stop = $('#stop-button'); return !!stop && !stop.disabled; };
   const ran = () => !!$('#run-stats .stats') && !running();
+  const over = () => { const status = $('#run-stats .stat b'); return !!status && /^(done|stopped|failed)$/.test(status.textContent.trim()) && !running(); };
+  const runShown = () => { const stream = document.getElementById('stream-view'); return stream ? stream.dataset.run || '' : ''; };
 
   // The prompt in groups: consecutive pieces of one message (whitespace between two messages goes with
   // the one before), the text before the first message, the generation prompt.
@@ -317,6 +321,7 @@
   function go(by) {
     if (!presenting()) return;
     linked = null;  // the step's own caption again
+    target = null;  // the presenter walks from here
     const step = steps[index];
     if (by > 0 && step.kind === 'run') {
       const run = $('#run-button');
@@ -333,6 +338,7 @@
         clear();
         drawn = null;
         index = 0;
+        target = null;
         if (window.playgroundPrompt) window.playgroundPrompt.hold(false);
       }
       return;
@@ -344,16 +350,17 @@
       const wantsOutput = runAt >= 0 && target >= runAt;
       const replay = /recorded|simulated/i.test(($('#runner-choice input') || {}).value || '');
       const run = $('#run-button');
-      if (wantsOutput && replay && !autoRun && !running() && run && !run.disabled) {
-        autoRun = true;  // (only once pressed: a button still disabled while the page restores is tried again)
+      if (wantsOutput && replay && autoRun === null && !running() && run && !run.disabled) {
+        autoRun = runShown();  // (only once pressed: a button still disabled while the page restores is tried again)
         run.click();
       }
-      // A step of the output waits for the output's regions (the stats of a restored run can show
-      // before the replay has drawn them, or even started).
-      if (!wantsOutput || !replay || (autoRun && ran() && steps.some((s) => s.kind === 'output'))) {
-        index = target;
-        target = null;
-      }
+      // A step of the output waits for the replay to be over: the regions of the run shown before it,
+      // or of the replay still under way, are not (all) the step's yet.
+      const replayed = autoRun !== null && runShown() !== autoRun && over() && steps.some((s) => s.kind === 'output');
+      // The asked step stays asked for until the presenter moves: Gradio can run the restore's
+      // `then` before it has drawn the restored prompt (seen on a busy machine), so the steps may
+      // still be the first view's here, and change when the restored prompt is drawn.
+      if (!wantsOutput || !replay || replayed) index = target;
     }
     show(index);
   }

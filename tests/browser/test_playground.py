@@ -14,12 +14,7 @@ from app.sources import preset_choices
 from app.state import decode_workspace
 from engine.presets import load_preset
 from tests.browser.conftest import SCREENSHOTS, open_app, screenshot
-
-
-def pick(page: Page, elem_id: str, label: str) -> None:
-    """Choose `label` in the Gradio dropdown `#elem_id`."""
-    page.click(f"#{elem_id} input")
-    page.click(f'#{elem_id} [role="option"][aria-label="{label}"]')
+from tests.browser.shared_tab import pick
 
 
 def set_number(page: Page, elem_id: str, value: float) -> None:

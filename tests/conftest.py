@@ -22,18 +22,29 @@ BROWSER_TESTS = ROOT / "tests" / "browser"
 SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
+# Browser modules run last, in a group of their own, by the process that runs out of other work first
+# (with an app server and a Chromium of its own): the browser tests are the run's longest chain, and
+# the other process sat idle for their last minutes.
+LATE_BROWSER_MODULES = ("test_presentation.py",)
+LATE = "browser (last)"
+
+
 def group_of(path: str) -> str:
     """The process group of a test file (`path` relative to the repository, as in a node id): every
-    browser test in one, else the module's own."""
-    return "browser" if path.startswith(BROWSER_TESTS.relative_to(ROOT).as_posix() + "/") else path
+    browser test in one (those of LATE_BROWSER_MODULES in `LATE`), else the module's own."""
+    browser = BROWSER_TESTS.relative_to(ROOT).as_posix() + "/"
+    if not path.startswith(browser):
+        return path
+    return LATE if path[len(browser):] in LATE_BROWSER_MODULES else "browser"
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Two processes share the suite (`-n 2 --dist loadgroup` in .ci/run, pytest-xdist): each module
     stays on one of them, so its module fixtures (a public server, a `transformers serve`) start once,
-    and every browser test on the same one, so one app server and one Chromium serve them all (a
-    group per browser module ran 12% longer: two of each on two cores; so did three processes).
+    and the browser tests on the same one, so one app server and one Chromium serve them all (a
+    group per browser module ran 12% longer: two of each on two cores; so did three processes), but
+    for LATE_BROWSER_MODULES, handed out last.
 
     The groups are read from each test's path here, not from `xdist_group` marks: xdist 3.8 puts a
     mark's group into the test's node id, which pytest 9.2 no longer lets it change, and then every
@@ -45,6 +56,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class ByGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid.split("::", 1)[0])
+
+        def _assign_work_unit(self, node: object) -> None:
+            if LATE in self.workqueue:  # (xdist hands out its queue from the front)
+                self.workqueue.move_to_end(LATE)
+            super()._assign_work_unit(node)
 
     return ByGroup(config, log)
 

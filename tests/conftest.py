@@ -10,6 +10,7 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 import subprocess
 import sys
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,11 +23,10 @@ BROWSER_TESTS = ROOT / "tests" / "browser"
 SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
-# Browser modules run last, in a group of their own, by the process that runs out of other work first
-# (with an app server and a Chromium of its own): the browser tests are the run's longest chain, and
-# the other process sat idle for their last minutes.
+# Browser modules in a group of their own, run by the other process (with an app server and a Chromium
+# of its own) once it has run the slow modules: the browser tests are the run's longest chain.
 LATE_BROWSER_MODULES = ("test_presentation.py",)
-LATE = "browser (last)"
+LATE = "browser (late)"
 
 
 def group_of(path: str) -> str:
@@ -38,13 +38,25 @@ def group_of(path: str) -> str:
     return LATE if path[len(browser):] in LATE_BROWSER_MODULES else "browser"
 
 
+def handed_out(group: str) -> int:
+    """When a group is handed to a process (lowest first; xdist's order within each): the browser tests
+    first (the longest chain), then the slow modules (minutes each: a module of a few tests at the
+    end of the run made its last minute one process's alone), `LATE`, then the rest (seconds each,
+    they fill in wherever a process is free)."""
+    if group == "browser":
+        return 0
+    if group.removeprefix("tests/") in SLOW_MODULES:
+        return 1
+    return 2 if group == LATE else 3
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Two processes share the suite (`-n 2 --dist loadgroup` in .ci/run, pytest-xdist): each module
     stays on one of them, so its module fixtures (a public server, a `transformers serve`) start once,
     and the browser tests on the same one, so one app server and one Chromium serve them all (a
     group per browser module ran 12% longer: two of each on two cores; so did three processes), but
-    for LATE_BROWSER_MODULES, handed out last.
+    for LATE_BROWSER_MODULES; the groups handed out in the order `handed_out` gives.
 
     The groups are read from each test's path here, not from `xdist_group` marks: xdist 3.8 puts a
     mark's group into the test's node id, which pytest 9.2 no longer lets it change, and then every
@@ -57,9 +69,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid.split("::", 1)[0])
 
+        ordered = False
+
         def _assign_work_unit(self, node: object) -> None:
-            if LATE in self.workqueue:  # (xdist hands out its queue from the front)
-                self.workqueue.move_to_end(LATE)
+            if not self.ordered:  # (xdist hands out its queue from the front, as it sorted it: by test count)
+                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=lambda unit: handed_out(unit[0])))
+                self.ordered = True
             super()._assign_work_unit(node)
 
     return ByGroup(config, log)

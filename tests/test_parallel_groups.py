@@ -42,17 +42,20 @@ def test_every_browser_test_is_in_one_group_and_every_other_module_in_its_own(py
     assert pytest_xdist_make_scheduler(_Options(pytestconfig, "load"), None) is None
 
 
-def test_the_late_browser_group_is_handed_out_last(pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch):
+def test_the_longest_work_is_handed_out_first(pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch):
+    """The browser tests first, then the slow modules, the late browser group, and the rest in xdist's
+    own order (by test count)."""
     from xdist.scheduler import LoadScopeScheduling
 
     scheduler = pytest_xdist_make_scheduler(_Options(pytestconfig, "loadgroup"), None)
     handed: list[str] = []
     monkeypatch.setattr(LoadScopeScheduling, "_assign_work_unit",
                         lambda self, node: handed.append(self.workqueue.popitem(last=False)[0]))
-    scheduler.workqueue = OrderedDict([(LATE, {}), ("browser", {}), ("tests/test_hub.py", {})])
-    for _ in range(3):
+    queue = ["tests/test_hub.py", LATE, "tests/test_fuzz.py", "tests/test_cli.py", "browser", "tests/test_public_server.py"]
+    scheduler.workqueue = OrderedDict((group, {}) for group in queue)
+    for _ in queue:
         scheduler._assign_work_unit(None)
-    assert handed == ["browser", "tests/test_hub.py", LATE]
+    assert handed == ["browser", "tests/test_fuzz.py", "tests/test_public_server.py", LATE, "tests/test_hub.py", "tests/test_cli.py"]
 
 
 @pytest.mark.slow  # a real parallel run: two worker processes

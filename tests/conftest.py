@@ -10,7 +10,6 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 import subprocess
 import sys
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,40 +22,18 @@ BROWSER_TESTS = ROOT / "tests" / "browser"
 SLOW_MODULES = ("test_public_server.py", "test_benchmarks.py", "test_fuzz.py", "test_real_model.py", "test_real_model_serve.py")
 
 
-# Browser modules in a group of their own, run by the other process (with an app server and a Chromium
-# of its own) once it has run the slow modules: the browser tests are the run's longest chain.
-LATE_BROWSER_MODULES = ("test_presentation.py",)
-LATE = "browser (late)"
-
-
 def group_of(path: str) -> str:
     """The process group of a test file (`path` relative to the repository, as in a node id): every
-    browser test in one (those of LATE_BROWSER_MODULES in `LATE`), else the module's own."""
-    browser = BROWSER_TESTS.relative_to(ROOT).as_posix() + "/"
-    if not path.startswith(browser):
-        return path
-    return LATE if path[len(browser):] in LATE_BROWSER_MODULES else "browser"
-
-
-def handed_out(group: str) -> int:
-    """When a group is handed to a process (lowest first; xdist's order within each): the browser tests
-    first (the longest chain), then the slow modules (minutes each: a module of a few tests at the
-    end of the run made its last minute one process's alone), `LATE`, then the rest (seconds each,
-    they fill in wherever a process is free)."""
-    if group == "browser":
-        return 0
-    if group.removeprefix("tests/") in SLOW_MODULES:
-        return 1
-    return 2 if group == LATE else 3
+    browser test in one, else the module's own."""
+    return "browser" if path.startswith(BROWSER_TESTS.relative_to(ROOT).as_posix() + "/") else path
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """Two processes share the suite (`-n 2 --dist loadgroup` in .ci/run, pytest-xdist): each module
     stays on one of them, so its module fixtures (a public server, a `transformers serve`) start once,
-    and the browser tests on the same one, so one app server and one Chromium serve them all (a
-    group per browser module ran 12% longer: two of each on two cores; so did three processes), but
-    for LATE_BROWSER_MODULES; the groups handed out in the order `handed_out` gives.
+    and every browser test on the same one, so one app server and one Chromium serve them all (a
+    group per browser module ran 12% longer: two of each on two cores; so did three processes).
 
     The groups are read from each test's path here, not from `xdist_group` marks: xdist 3.8 puts a
     mark's group into the test's node id, which pytest 9.2 no longer lets it change, and then every
@@ -68,14 +45,6 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     class ByGroup(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid.split("::", 1)[0])
-
-        ordered = False
-
-        def _assign_work_unit(self, node: object) -> None:
-            if not self.ordered:  # (xdist hands out its queue from the front, as it sorted it: by test count)
-                self.workqueue = OrderedDict(sorted(self.workqueue.items(), key=lambda unit: handed_out(unit[0])))
-                self.ordered = True
-            super()._assign_work_unit(node)
 
     return ByGroup(config, log)
 

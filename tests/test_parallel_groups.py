@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import LATE, pytest_xdist_make_scheduler
+from tests.conftest import pytest_xdist_make_scheduler
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,27 +35,10 @@ class _Options:
 def test_every_browser_test_is_in_one_group_and_every_other_module_in_its_own(pytestconfig: pytest.Config):
     split = pytest_xdist_make_scheduler(_Options(pytestconfig, "loadgroup"), None)._split_scope
     assert split("tests/browser/test_page.py::test_axe[dark]") == split("tests/browser/test_draft.py::test_a") == "browser"
-    assert split("tests/browser/test_presentation.py::test_a") == LATE != "browser"
     assert split("tests/test_hub.py::test_a") == split("tests/test_hub.py::test_b[x::y]") == "tests/test_hub.py"
     assert split("tests/test_cli.py::test_a") != split("tests/test_hub.py::test_a")
     # Other ways of spreading the tests are left to xdist as asked.
     assert pytest_xdist_make_scheduler(_Options(pytestconfig, "load"), None) is None
-
-
-def test_the_longest_work_is_handed_out_first(pytestconfig: pytest.Config, monkeypatch: pytest.MonkeyPatch):
-    """The browser tests first, then the slow modules, the late browser group, and the rest in xdist's
-    own order (by test count)."""
-    from xdist.scheduler import LoadScopeScheduling
-
-    scheduler = pytest_xdist_make_scheduler(_Options(pytestconfig, "loadgroup"), None)
-    handed: list[str] = []
-    monkeypatch.setattr(LoadScopeScheduling, "_assign_work_unit",
-                        lambda self, node: handed.append(self.workqueue.popitem(last=False)[0]))
-    queue = ["tests/test_hub.py", LATE, "tests/test_fuzz.py", "tests/test_cli.py", "browser", "tests/test_public_server.py"]
-    scheduler.workqueue = OrderedDict((group, {}) for group in queue)
-    for _ in queue:
-        scheduler._assign_work_unit(None)
-    assert handed == ["browser", "tests/test_fuzz.py", "tests/test_public_server.py", LATE, "tests/test_hub.py", "tests/test_cli.py"]
 
 
 @pytest.mark.slow  # a real parallel run: two worker processes

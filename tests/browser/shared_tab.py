@@ -136,17 +136,6 @@ QUIET_JS = r"""(ms) => new Promise((done) => {
 })"""
 
 
-def pick(page: Page, elem_id: str, label: str) -> None:
-    """Choose `label` in the Gradio dropdown `#elem_id`, as a visitor does: open it, click the option.
-    The option is clicked where it is once shown (`force`): the list slides in by 3 pixels over about
-    170 ms, which Playwright's wait for a still element waited out on every pick (0.33 s instead of
-    0.08 s; hundreds of picks a run), and a 36-pixel-high option is hit anywhere on that path."""
-    page.click(f"#{elem_id} input")
-    option = page.locator(f'#{elem_id} [role="option"][aria-label="{label}"]')
-    option.wait_for(state="visible")
-    option.click(force=True)
-
-
 class SharedTab:
     """A tab on the app at `url`, reused by test after test (`reset` before each)."""
 
@@ -235,10 +224,12 @@ class SharedTab:
         self._settle()  # a run stopped, the toggles answered
         # The runner first: a preset picked keeps the one chosen.
         if page.locator("#runner-choice input").input_value() != RECORDED_LABEL:
-            pick(page, "runner-choice", RECORDED_LABEL)
+            page.click("#runner-choice input")
+            page.click(f'#runner-choice [role="option"][aria-label="{RECORDED_LABEL}"]')
             self._settle()
         with page.expect_response(lambda r: r.request.method == "POST" and "/gradio_api/" in r.url):
-            pick(page, "preset-picker", DEFAULT_PRESET_LABEL)
+            page.click("#preset-picker input")
+            page.click(f'#preset-picker [role="option"][aria-label="{DEFAULT_PRESET_LABEL}"]')
         self._settle()
         page.evaluate(TIDY_JS)  # (the picker's list had the focus)
         page.evaluate("localStorage.clear(); sessionStorage.clear()")

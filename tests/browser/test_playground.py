@@ -14,7 +14,12 @@ from app.sources import preset_choices
 from app.state import decode_workspace
 from engine.presets import load_preset
 from tests.browser.conftest import SCREENSHOTS, open_app, screenshot
-from tests.browser.shared_tab import pick
+
+
+def pick(page: Page, elem_id: str, label: str) -> None:
+    """Choose `label` in the Gradio dropdown `#elem_id`."""
+    page.click(f"#{elem_id} input")
+    page.click(f'#{elem_id} [role="option"][aria-label="{label}"]')
 
 
 def set_number(page: Page, elem_id: str, value: float) -> None:
